@@ -1,0 +1,85 @@
+"""Create and drop the suite's own databases, and nothing else.
+
+Every database the suite writes to is made here, carries a comment that marks it
+as the suite's, and is dropped here. Names go through `psycopg.sql.Identifier`.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+MARK = "leasecheck: throwaway test database, safe to drop"
+PREFIX = "leasecheck_"
+
+
+class DatabaseRefused(RuntimeError):
+    """The server will not let the suite create its own database."""
+
+
+def database_name(worker_id: str) -> str:
+    """Return a fresh database name carrying the xdist worker id."""
+    return f"{PREFIX}{worker_id}_{secrets.token_hex(4)}"
+
+
+def with_database(dsn: str, dbname: str) -> str:
+    """Return `dsn` pointed at another database on the same server."""
+    return make_conninfo(dsn, dbname=dbname)
+
+
+def admin_dsn(dsn: str) -> str:
+    """Return a DSN for the maintenance database (`postgres`) unless one is named."""
+    params = conninfo_to_dict(dsn)
+    return dsn if params.get("dbname") else make_conninfo(dsn, dbname="postgres")
+
+
+def create(dsn: str, name: str) -> str:
+    """Create database `name` on the server of `dsn` and return a DSN for it."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        can = conn.execute(
+            "select rolcreatedb or rolsuper from pg_roles where rolname = current_user"
+        ).fetchone()
+        if not can or not can[0]:
+            user = conn.info.user
+            raise DatabaseRefused(
+                f"role {user!r} may not create databases; the suite only writes to databases "
+                f"it creates: grant it CREATEDB (alter role {user} createdb) or use another role"
+            )
+        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("comment on database {} is {}").format(sql.Identifier(name), sql.Literal(MARK))
+        )
+    return with_database(dsn, name)
+
+
+def drop(dsn: str, name: str) -> None:
+    """Drop database `name`, ending any session still connected to it.
+
+    Refuses anything that is not one of the suite's own databases.
+    """
+    if not name.startswith(PREFIX):
+        raise ValueError(f"refusing to drop {name!r}: not a leasecheck database")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "select shobj_description(oid, 'pg_database') from pg_database where datname = %s",
+            (name,),
+        ).fetchone()
+        if row is None:
+            return
+        if row[0] != MARK:
+            raise ValueError(f"refusing to drop {name!r}: it does not carry the leasecheck mark")
+        conn.execute(sql.SQL("drop database {} with (force)").format(sql.Identifier(name)))
+
+
+def leftovers(dsn: str) -> list[str]:
+    """Return the names of suite databases that still exist on the server."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "select datname from pg_database"
+            " where shobj_description(oid, 'pg_database') = %s order by datname",
+            (MARK,),
+        ).fetchall()
+    return [r[0] for r in rows]

