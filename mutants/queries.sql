@@ -1,0 +1,68 @@
+-- Named queries of the mutants: each is a reference query with one thing wrong.
+
+-- name: complete_unfenced
+-- naive / heartbeat-only: mark the job done whoever asks.
+update jobs
+   set status = 'done', locked_by = null, lease_until = null, finished_at = now()
+ where id = %(id)s
+returning id
+
+-- name: claim_without_row_lock
+-- no-row-lock: pick the oldest claimable id without FOR UPDATE, then update by id alone.
+update jobs
+   set status = 'running', attempt = attempt + 1, locked_by = %(worker)s,
+       lease_until = now() + %(lease)s
+ where id = (select id from jobs
+              where status = 'queued'
+                 or (status = 'running' and lease_until < now() and attempt < max_attempts)
+              order by id
+              limit 1)
+returning id, attempt
+
+-- name: complete_fenced_by_clock
+-- clock-fence: accept a completion while the lease has not run out, whoever asks.
+update jobs
+   set status = 'done', locked_by = null, lease_until = null, finished_at = now()
+ where id = %(id)s and status = 'running' and lease_until > now()
+returning id
+
+-- name: claim_without_cap
+-- no-retry-cap: reclaim expired jobs whatever their attempt count.
+update jobs
+   set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
+       lease_until = now() + %(lease)s
+  from (select id from jobs
+         where status = 'queued' or (status = 'running' and lease_until < now())
+         order by id limit 1 for update skip locked) next
+ where jobs.id = next.id
+returning jobs.id, jobs.attempt
+
+-- name: fail_without_cap
+-- no-retry-cap: every failure is retried.
+update jobs
+   set status = 'queued', locked_by = null, lease_until = null, last_error = %(error)s
+ where id = %(id)s and attempt = %(attempt)s and status = 'running'
+returning id
+
+-- name: heartbeat_unfenced
+-- unfenced-heartbeat: extend the lease of the running job, whichever attempt asks.
+update jobs
+   set lease_until = now() + %(lease)s
+ where id = %(id)s and status = 'running'
+returning id
+
+-- name: fail_unfenced
+-- unfenced-fail: put the job back whichever attempt reports the failure.
+update jobs
+   set status = case when attempt >= max_attempts then 'failed' else 'queued' end,
+       locked_by = null, lease_until = null, last_error = %(error)s
+ where id = %(id)s and status = 'running'
+returning id
+
+-- name: fail_gives_up
+-- fail-gives-up: the first failure is final, whatever the promised cap.
+update jobs
+   set status = 'failed', locked_by = null, lease_until = null, finished_at = now(),
+       last_error = %(error)s
+ where id = %(id)s and attempt = %(attempt)s and status = 'running'
+returning id

@@ -1,0 +1,36 @@
+"""Run the state machine against the queue under test (`--queue-impl`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis.stateful import run_state_machine_as_test
+
+from stateful import actors
+from stateful.contract import Queue
+from stateful.machine import Harness, LeaseMachine
+
+
+@pytest.fixture
+def harness(
+    installed_dsn: str, queue_impl: Queue, request: pytest.FixtureRequest
+) -> Iterator[Harness]:
+    """Return a harness on this worker's database; write failure files when a test fails."""
+    pool = actors.Pool(installed_dsn)
+    h = Harness(queue=queue_impl, pool=pool)
+    h.reset()
+    try:
+        yield h
+    finally:
+        if h.recorder.last:
+            out = Path(".leasecheck")
+            for path in h.recorder.write(out, request.node.name):
+                print(f"leasecheck: wrote {path}")
+        pool.close()
+
+
+def test_queue_keeps_every_property(harness: Harness) -> None:
+    """Simulated workers race over leased jobs; every property holds after every step."""
+    run_state_machine_as_test(lambda: LeaseMachine(harness))

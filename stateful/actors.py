@@ -1,0 +1,226 @@
+"""Sessions: one connection and one thread each, with lock-wait detection.
+
+A call runs on its session's own thread while the machine waits until the call
+returns or its backend waits on a lock that another session holds
+(`pg_blocking_pids`, as PostgreSQL's isolation tester does). A blocked call stays
+pending; a later commit, rollback or termination releases it, and `settle()` waits
+until every pending call has finished or is blocked again, so each step ends in a
+state that depends on the program alone, never on timing. A wait that is neither
+progress nor a lock wait ends in `Stuck`, naming the statements involved, after a
+safety timeout: no run hangs. This module knows nothing of queues or properties.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import Connection
+
+from stateful import clock
+
+SAFETY_TIMEOUT = 30.0
+
+
+class Stuck(RuntimeError):
+    """A call neither finished nor waited on a lock within the safety timeout."""
+
+
+class Deadlock(RuntimeError):
+    """Blocked calls wait on each other in a cycle; no later step can release them."""
+
+
+@dataclass
+class Session:
+    """One connection with the one thread that uses it."""
+
+    label: str
+    conn: Connection[Any]
+    executor: ThreadPoolExecutor
+    pending: Future[Any] | None = None
+    terminated: bool = False
+
+    @property
+    def pid(self) -> int:
+        return int(self.conn.info.backend_pid)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    @property
+    def broken(self) -> bool:
+        return self.terminated or self.conn.broken or self.conn.closed
+
+
+@dataclass
+class Pool:
+    """Connections kept across examples, and the monitor that watches them.
+
+    Opening a connection costs more than a whole step, so sessions are handed back
+    here in a clean state at the end of an example and reused by the next one.
+    """
+
+    dsn: str
+    monitor: Connection[Any] = field(init=False)
+    _free: list[Session] = field(default_factory=list)
+    _count: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.monitor = clock.connect(self.dsn)
+
+    def open(self, label: str) -> Session:
+        """Return a clean, idle session (reused when one is free)."""
+        if self._free:
+            session = self._free.pop()
+            session.label = label
+            return session
+        self._count += 1
+        conn = clock.connect(self.dsn)
+        with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+            conn.execute("set deadlock_timeout = '1h'")  # the harness reports deadlocks itself
+        executor = ThreadPoolExecutor(1, thread_name_prefix=f"leasecheck-{self._count}")
+        return Session(label=label, conn=conn, executor=executor)
+
+    def release(self, session: Session) -> None:
+        """Take a session back: broken ones are closed, healthy ones rolled back and kept."""
+        if session.pending is not None and not session.pending.done():
+            self.terminate(session)
+        if session.broken:
+            self.discard(session)
+            return
+        if session.in_transaction:
+            session.conn.rollback()
+        session.pending = None
+        self._free.append(session)
+
+    def discard(self, session: Session) -> None:
+        """Close a session for good."""
+        session.conn.close()
+        session.executor.shutdown(wait=True)
+
+    def terminate(self, session: Session) -> None:
+        """End the session's backend from the server side and wait until it is gone."""
+        if not session.broken:
+            pid = session.pid
+            self.monitor.execute("select pg_terminate_backend(%s)", (pid,))
+            # Locks go before the activity entry does, so once the pid is gone
+            # from pg_stat_activity everything it held is released.
+            gone = "select not exists (select from pg_stat_activity where pid = %s)"
+            deadline = time.monotonic() + SAFETY_TIMEOUT
+            while not self.monitor.execute(gone, (pid,)).fetchone()[0]:  # type: ignore[index]
+                if time.monotonic() > deadline:
+                    raise Stuck(f"backend {pid} ({session.label}) did not exit after termination")
+        session.terminated = True
+        if session.pending is not None:
+            wait_futures([session.pending], timeout=SAFETY_TIMEOUT)
+
+    def close(self) -> None:
+        """Close every connection the pool holds."""
+        for session in self._free:
+            self.discard(session)
+        self._free.clear()
+        self.monitor.close()
+
+    def blocked(self, sessions: list[Session]) -> dict[int, list[int]]:
+        """Return, for each of `sessions` waiting on a lock, the pids it waits for."""
+        pids = [s.pid for s in sessions if not s.terminated]
+        if not pids:
+            return {}
+        rows = self.monitor.execute(
+            "select pid, pg_blocking_pids(pid) from unnest(%s::int[]) as pid"
+            " where cardinality(pg_blocking_pids(pid)) > 0",
+            (pids,),
+        ).fetchall()
+        return {int(r[0]): [int(p) for p in r[1]] for r in rows}
+
+    def describe(self, sessions: list[Session]) -> str:
+        """Return what the backends of `sessions` are doing, for error messages."""
+        pids = [s.pid for s in sessions if not s.broken]
+        rows = self.monitor.execute(
+            "select pid, state, wait_event_type, wait_event, pg_blocking_pids(pid), query"
+            " from pg_stat_activity where pid = any(%s)",
+            (pids,),
+        ).fetchall()
+        return "; ".join(
+            f"pid {r[0]} {r[1]} waiting {r[2]}/{r[3]} on {r[4]}: {r[5]!r}" for r in rows
+        )
+
+
+class Blocked:
+    """Marker result: the call is waiting on a lock and is still pending."""
+
+    def __repr__(self) -> str:
+        return "BLOCKED"
+
+
+BLOCKED = Blocked()
+
+
+def submit(session: Session, call: Callable[[Connection[Any]], Any]) -> Future[Any]:
+    """Start `call(conn)` on the session's thread."""
+    assert session.pending is None, f"{session.label} already has a call in flight"
+    future = session.executor.submit(call, session.conn)
+    session.pending = future
+    return future
+
+
+def settle(pool: Pool, sessions: list[Session]) -> None:
+    """Wait until every pending call among `sessions` has finished or is blocked."""
+    waiting = [s for s in sessions if s.pending is not None and not s.pending.done()]
+    delay = 0.0002
+    spent = 0.0
+    while waiting:
+        futures = [s.pending for s in waiting if s.pending is not None]
+        wait_futures(futures, timeout=delay)
+        spent += delay
+        running = [s for s in waiting if s.pending is not None and not s.pending.done()]
+        if not running:
+            return
+        blocked = pool.blocked(running)
+        if all(s.pid in blocked for s in running):
+            if _has_cycle(blocked):
+                raise Deadlock("blocked calls wait on each other: " + pool.describe(running))
+            return
+        if spent > SAFETY_TIMEOUT:
+            raise Stuck(
+                f"calls neither finished nor waited on a lock within {SAFETY_TIMEOUT:.0f} s: "
+                + pool.describe(running)
+            )
+        waiting = running
+        delay = min(delay * 2, 0.05)
+
+
+def outcome(session: Session) -> Any:
+    """Return the finished call's result (or raise its error) and clear it; BLOCKED if not done."""
+    future = session.pending
+    assert future is not None
+    if not future.done():
+        return BLOCKED
+    session.pending = None
+    return future.result()
+
+
+def _has_cycle(waits_for: dict[int, list[int]]) -> bool:
+    """Return whether the waits-for graph among blocked backends has a cycle."""
+    state: dict[int, int] = {}
+
+    def visit(pid: int) -> bool:
+        if state.get(pid) == 1:
+            return True
+        if state.get(pid) == 2 or pid not in waits_for:
+            return False
+        state[pid] = 1
+        found = any(visit(other) for other in waits_for[pid])
+        state[pid] = 2
+        return found
+
+    return any(visit(pid) for pid in waits_for)

@@ -1,0 +1,826 @@
+"""The Hypothesis state machine: simulated workers racing over leased jobs.
+
+Rules are the things that happen to workers and jobs; each offers only moves that
+mean something in the current model (preconditions read the Python model only,
+never the database), and picks its worker or claim with a small integer `pick`
+into the list of eligible ones, so a failing program prints as plain arguments and
+replays exactly. Invariants check every property after every step; teardown heals
+every worker, lets each finish what it holds, drains the queue and checks that no
+job was lost.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from hypothesis import note as _hypothesis_note
+from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from psycopg import Connection
+
+from stateful import actors, clock
+from stateful import properties as P
+from stateful.contract import Capabilities, Claim, Queue, capabilities
+from stateful.history import History
+from stateful.model import Oracle
+from stateful.properties import PropertyViolated, Violation
+from stateful.timeline import render
+from stateful.workers import Held, Worker
+
+SECOND = 1_000_000  # simulated time is kept in integer microseconds
+LEASE = 30 * SECOND
+BEAT = 10 * SECOND
+MAX_JOBS = 3
+PICK = st.integers(min_value=0, max_value=7)
+
+_ERRORS: dict[str, type[PropertyViolated]] = {}
+
+
+def violation_error(prop: str) -> type[PropertyViolated]:
+    """Return the exception class for one property (distinct classes shrink separately)."""
+    if prop not in _ERRORS:
+        name = "".join(part.title() for part in prop.split("-")) + "Violated"
+        _ERRORS[prop] = type(name, (PropertyViolated,), {"__module__": __name__})
+    return _ERRORS[prop]
+
+
+@dataclass
+class Recorder:
+    """Keeps the last failing history per property, for the files a failing run leaves."""
+
+    last: dict[str, tuple[Violation, History, str]] = field(default_factory=dict)
+
+    def write(self, directory: Path, stem: str) -> list[Path]:
+        """Write each recorded failure as JSON and as a text timeline; return the paths."""
+        written = []
+        for prop, (violation, history, timeline) in self.last.items():
+            base = directory / f"{stem}-{prop}"
+            history.write(
+                base.with_suffix(".json"), {"property": prop, "violation": str(violation)}
+            )
+            base.with_suffix(".txt").write_text(timeline + "\n")
+            written += [base.with_suffix(".json"), base.with_suffix(".txt")]
+        return written
+
+
+@dataclass
+class Harness:
+    """Everything an example needs that outlives it: the queue, connections, records."""
+
+    queue: Queue
+    pool: actors.Pool
+    recorder: Recorder = field(default_factory=Recorder)
+
+    @property
+    def caps(self) -> Capabilities:
+        return capabilities(self.queue)
+
+    def reset(self) -> None:
+        """Empty the queue and the harness tables between examples."""
+        self.queue.reset(self.pool.monitor)
+        clock.reset(self.pool.monitor)
+
+
+def note(message: str) -> None:
+    """Tell the story of the example (printed with a failing one); silent outside a test."""
+    if currently_in_test_context():
+        _hypothesis_note(message)
+
+
+def _seconds(us: int) -> str:
+    return f"{us / SECOND:g}s"
+
+
+class LeaseMachine(RuleBasedStateMachine):
+    """Workers claim, heartbeat, pause, crash and complete; the oracle judges every answer."""
+
+    def __init__(self, harness: Harness) -> None:
+        super().__init__()
+        self.h = harness
+        self.queue = harness.queue
+        self.caps = harness.caps
+        self.pool = harness.pool
+        self.now = 0
+        self.history = History()
+        self.oracle = Oracle(
+            lease=LEASE,
+            max_attempts=self.queue.max_attempts,
+            ordered_tokens=self.caps.ordered_tokens,
+        )
+        self.workers: list[Worker] = []
+        self.jobs: list[str] = []
+        self.calls = itertools.count(1)
+        self.completions: dict[int, tuple[Held, bool]] = {}
+        self.voided: set[int] = set()
+        self.db_dirty = False
+        self.broken = False
+        self.generation = itertools.count(2)
+
+    # ----------------------------------------------------------------- plumbing
+
+    @contextmanager
+    def _step(self) -> Iterator[None]:
+        """Mark the example broken if a step raises, so teardown does not judge it."""
+        self.broken = True
+        yield
+        self._settle()
+        self.broken = False
+
+    def _new_worker(self, name: str) -> Worker:
+        beat = self.pool.open(f"{name}/beat") if getattr(self.queue, "heartbeats", True) else None
+        return Worker(name=name, main=self.pool.open(name), beat=beat)
+
+    def _sessions(self) -> list[actors.Session]:
+        out = []
+        for w in self.workers:
+            out.append(w.main)
+            if w.beat is not None:
+                out.append(w.beat)
+        return out
+
+    def _call(
+        self,
+        w: Worker,
+        op: str,
+        held: Held | None,
+        fn: Callable[[Connection[Any]], Any],
+        done: Callable[[Any], None],
+        *,
+        beat: bool = False,
+    ) -> None:
+        """Send one call for one worker and handle its answer when it comes."""
+        session = w.beat if beat else w.main
+        assert session is not None
+        job = self._job_label(held.claim) if held else None
+        token = repr(held.claim.token) if held else None
+        self.history.add(self.now, w.name, op, "invoke", job=job, token=token)
+        at = self.now
+
+        def finish(result: Any) -> None:
+            if beat:
+                w.beat_waiting = None
+            else:
+                w.waiting = None
+            self._finish(w, op, held, at, result, done)
+
+        if beat:
+            w.beat_waiting = finish
+        else:
+            w.waiting = finish
+        actors.submit(session, fn)
+        self._settle()
+        if (w.beat_waiting if beat else w.waiting) is not None:
+            self.history.add(self.now, w.name, op, "event", job=job, note="blocked on a lock")
+            note(f"  {w.name} {op} is blocked on a lock")
+
+    def _finish(
+        self,
+        w: Worker,
+        op: str,
+        held: Held | None,
+        at: int,
+        result: Any,
+        done: Callable[[Any], None],
+    ) -> None:
+        job = self._job_label(held.claim) if held else None
+        token = repr(held.claim.token) if held else None
+        if isinstance(result, psycopg.OperationalError):
+            self.history.add(
+                self.now,
+                w.name,
+                op,
+                "info",
+                job=job,
+                token=token,
+                note=" ".join(str(result).split())[:120],
+            )
+            done(result)
+            return
+        if isinstance(result, BaseException):
+            self.history.add(
+                self.now,
+                w.name,
+                op,
+                "fail",
+                job=job,
+                token=token,
+                note=f"{type(result).__name__}: {result}"[:200],
+            )
+            if w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+                self._end_txn(w, commit=False, why="the transaction failed")
+            done(result)
+            return
+        self.history.add(self.now, w.name, op, "ok", job=job, token=token, value=_plain(result))
+        done(result)
+
+    def _settle(self) -> None:
+        """Let released calls run until each has finished or is blocked again."""
+        sessions = self._sessions()
+        actors.settle(self.pool, sessions)
+        for w in self.workers:
+            for session, attr in ((w.main, "waiting"), (w.beat, "beat_waiting")):
+                callback = getattr(w, attr)
+                if session is None or callback is None or session.pending is None:
+                    continue
+                if not session.pending.done():
+                    continue
+                try:
+                    result = actors.outcome(session)
+                except Exception as exc:
+                    result = exc
+                callback(result)
+
+    def _job_label(self, claim: Claim) -> str:
+        job = self.oracle.jobs.get(claim.job_id)
+        return job.label if job else f"job?{claim.job_id}"
+
+    def _apply(self, w: Worker, update: Callable[[], None]) -> None:
+        """Apply an oracle update now, or at commit when the worker holds a transaction."""
+        if w.txn is None:
+            update()
+        else:
+            w.txn.append(update)
+
+    def _set_clock(self, target: int) -> None:
+        delta = target - self.now
+        if delta <= 0:
+            return
+        clock.advance(self.pool.monitor, timedelta(microseconds=delta))
+        if self.caps.advance_clock is not None:
+            self.caps.advance_clock(self.pool.monitor, timedelta(microseconds=delta))
+        self.now = target
+
+    def _advance(self, target: int) -> None:
+        """Move time to `target`, firing running workers' heartbeats when they fall due."""
+        while True:
+            due = [
+                (h.next_beat, i, w, h)
+                for i, w in enumerate(self.workers)
+                if not w.paused and not w.crashed and w.beat_waiting is None
+                for h in w.granted
+                if h.believed and h.next_beat is not None
+            ]
+            due = [d for d in due if d[0] is not None and d[0] <= target]
+            if not due:
+                break
+            when = min(d[0] for d in due if d[0] is not None)
+            self._set_clock(when)
+            for _, _, w, h in sorted(((d for d in due if d[0] == when)), key=lambda d: d[1]):
+                if w.beat_waiting is None:
+                    self._beat(w, h)
+        self._set_clock(target)
+
+    def _beat(self, w: Worker, h: Held) -> None:
+        h.next_beat = self.now + BEAT
+        lease = timedelta(microseconds=LEASE)
+
+        def done(result: Any) -> None:
+            if isinstance(result, BaseException):
+                h.believed = False
+                return
+            accepted = bool(result)
+            if not accepted:
+                h.believed = False
+                h.next_beat = None
+            if h.grant is not None:
+                self.oracle.heartbeat(h.grant, accepted, self.now)
+
+        self._call(
+            w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.claim, lease), done, beat=True
+        )
+
+    def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
+        updates, calls = w.txn or [], w.txn_calls
+        w.txn, w.txn_calls = None, []
+        if commit:
+            for update in updates:
+                update()
+            for h in w.granted:
+                if h.next_beat is None and h.believed and w.beat is not None:
+                    h.next_beat = self.now + BEAT
+        else:
+            w.held = [h for h in w.snapshot if h.grant is not None]
+            self.voided.update(calls)
+            self.history.add(self.now, w.name, "rollback", "event", note=why)
+        w.snapshot = []
+        self.db_dirty = True
+
+    def _replace(self, w: Worker, why: str) -> None:
+        """Crash `w`: end both backends; a fresh worker with a new name takes its place."""
+        for session in (w.main, w.beat):
+            if session is not None:
+                self.pool.terminate(session)
+        self._settle()
+        if w.txn is not None:
+            self._end_txn(w, commit=False, why=why)
+        w.crashed = True
+        for session in (w.main, w.beat):
+            if session is not None:
+                self.pool.release(session)
+        base = w.name.split(".")[0]
+        fresh = self._new_worker(f"{base}.{next(self.generation)}")
+        self.workers[self.workers.index(w)] = fresh
+        self.history.add(self.now, w.name, "crash", "event", note=f"{why}; {fresh.name} starts")
+
+    def _pairs(self) -> list[tuple[Worker, Held]]:
+        return [(w, h) for w in self.workers if w.can_act for h in w.held]
+
+    def _pick_pair(self, pick: int) -> tuple[Worker, Held]:
+        pairs = self._pairs()
+        return pairs[pick % len(pairs)]
+
+    def _pick(self, workers: list[Worker], pick: int) -> Worker:
+        return workers[pick % len(workers)]
+
+    def _lease_ends(self) -> list[int]:
+        return sorted(
+            g.lease_end
+            for job in self.oracle.jobs.values()
+            for g in job.grants
+            if not g.released and not job.finished and g.lease_end > self.now
+        )
+
+    # -------------------------------------------------------------------- rules
+
+    @initialize(workers=st.integers(min_value=2, max_value=5))
+    def start(self, workers: int) -> None:
+        """Start the workers and enqueue the first job (an example without one is wasted)."""
+        with self._step():
+            self.workers = [self._new_worker(f"w{i}") for i in range(workers)]
+            self._enqueue()
+
+    def _enqueue(self) -> None:
+        label = f"job{len(self.jobs) + 1}"
+        self.history.add(self.now, "producer", "enqueue", "invoke", job=label)
+        job_id = self.queue.enqueue(self.pool.monitor, {"n": len(self.jobs) + 1, "kind": "receipt"})
+        self.oracle.enqueued(job_id, label)
+        self.jobs.append(label)
+        self.history.add(self.now, "producer", "enqueue", "ok", job=label, value=_plain(job_id))
+        note(f"t={_seconds(self.now)} enqueue {label}")
+
+    @precondition(lambda self: len(self.jobs) < MAX_JOBS)
+    @rule()
+    def enqueue(self) -> None:
+        with self._step():
+            self._enqueue()
+
+    @precondition(
+        lambda self: (
+            any(w.can_act for w in self.workers)
+            and any(not j.finished for j in self.oracle.jobs.values())
+        )
+    )
+    @rule(pick=PICK, hold=st.booleans())
+    def claim(self, pick: int, hold: bool) -> None:
+        """A worker claims the next job; with `hold`, inside a transaction it keeps open."""
+        with self._step():
+            w = self._pick([w for w in self.workers if w.can_act], pick)
+            if hold and w.txn is None and self.caps.held_transactions:
+                self._begin(w)
+            self._claim(w)
+
+    def _claim(self, w: Worker) -> None:
+        lease = timedelta(microseconds=LEASE)
+
+        def done(result: Any) -> None:
+            if isinstance(result, BaseException) or result is None:
+                note(f"t={_seconds(self.now)} {w.name} claims: nothing")
+                return
+            claim: Claim = result
+            label = f"{w.name}:{self._job_label(claim)}#{claim.token!r}"
+            held = Held(claim=claim, label=label)
+            w.held.append(held)
+            at = self.now
+            key = self.queue.effect_key(claim)
+
+            def grant() -> None:
+                held.grant = self.oracle.grant(claim, label, at, key)
+                if w.beat is not None and not w.crashed:
+                    held.next_beat = self.now + BEAT
+
+            self._apply(w, grant)
+            note(
+                f"t={_seconds(self.now)} {w.name} claims {self._job_label(claim)} "
+                f"(token {claim.token!r}, lease until {_seconds(at + LEASE)})"
+            )
+
+        self._call(w, "claim", None, lambda c: self.queue.claim(c, w.name, lease), done)
+
+    @precondition(lambda self: bool(self._pairs()) and getattr(self.queue, "heartbeats", True))
+    @rule(pick=PICK)
+    def heartbeat(self, pick: int) -> None:
+        """An explicit heartbeat on the main connection (inside the held transaction, if any)."""
+        with self._step():
+            w, h = self._pick_pair(pick)
+            lease = timedelta(microseconds=LEASE)
+
+            def done(result: Any) -> None:
+                if isinstance(result, BaseException):
+                    return
+                accepted = bool(result)
+                if not accepted:
+                    h.believed = False
+                note(
+                    f"t={_seconds(self.now)} {w.name} heartbeats {h.label}: "
+                    f"{'extended' if accepted else 'refused'}"
+                )
+                self._apply(w, lambda: self._judge_beat(h, accepted, self.now))
+
+            self._call(w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.claim, lease), done)
+
+    def _judge_beat(self, h: Held, accepted: bool, at: int) -> None:
+        if h.grant is not None:
+            self.oracle.heartbeat(h.grant, accepted, at)
+
+    @precondition(lambda self: bool(self._pairs()))
+    @rule(pick=PICK)
+    def complete(self, pick: int) -> None:
+        """A worker finishes a job it holds, whether or not its lease is still good."""
+        with self._step():
+            w, h = self._pick_pair(pick)
+            self._complete(w, h)
+
+    def _complete(self, w: Worker, h: Held) -> None:
+        call_id = next(self.calls)
+        record = clock.QUERIES["record_effect"].text
+        params = {
+            "call_id": call_id,
+            "job": str(h.claim.job_id),
+            "token": repr(h.claim.token),
+            "worker": h.label,
+        }
+
+        def effect(conn: Connection[Any]) -> None:
+            conn.execute(record, params)
+
+        def done(result: Any) -> None:
+            if h in w.held:
+                w.held.remove(h)
+            self.db_dirty = True
+            if isinstance(result, psycopg.OperationalError):
+                self.completions[call_id] = (h, False)
+                return
+            accepted = result is True
+            self.completions[call_id] = (h, accepted)
+            if w.txn is not None:
+                w.txn_calls.append(call_id)
+            note(
+                f"t={_seconds(self.now)} {w.name} completes {h.label}: "
+                f"{'accepted' if accepted else 'rejected'}"
+            )
+            at = self.now
+            self._apply(w, lambda: self._judge_complete(h, accepted, at))
+
+        self._call(w, "complete", h, lambda c: self.queue.complete(c, h.claim, effect), done)
+
+    def _judge_complete(self, h: Held, accepted: bool, at: int) -> None:
+        if h.grant is not None:
+            self.oracle.complete(h.grant, accepted, at)
+
+    @precondition(lambda self: bool(self._pairs()))
+    @rule(pick=PICK)
+    def send_effect(self, pick: int) -> None:
+        """A worker sends the job's external effect (a receipt) keyed by effect_key."""
+        with self._step():
+            w, h = self._pick_pair(pick)
+            if h.grant is None:
+                note(
+                    f"t={_seconds(self.now)} {w.name} holds back the effect of uncommitted "
+                    f"{h.label}"
+                )
+                return
+            key = self.queue.effect_key(h.claim)
+            taken = self.oracle.external_effect(h.grant, key)
+            self.history.add(
+                self.now,
+                w.name,
+                "send",
+                "ok",
+                job=self._job_label(h.claim),
+                token=repr(h.claim.token),
+                value={"key": key, "accepted": taken},
+            )
+            note(
+                f"t={_seconds(self.now)} {w.name} sends the receipt of {h.label} "
+                f"with key {key!r}: {'accepted' if taken else 'dropped as a duplicate'}"
+            )
+
+    @precondition(lambda self: bool(self._pairs()))
+    @rule(pick=PICK)
+    def fail(self, pick: int) -> None:
+        """A worker reports that a job it holds failed (retry, or give up at the cap)."""
+        with self._step():
+            w, h = self._pick_pair(pick)
+
+            def done(result: Any) -> None:
+                if h in w.held:
+                    w.held.remove(h)
+                if isinstance(result, BaseException):
+                    return
+                accepted = bool(result)
+                at = self.now
+                note(
+                    f"t={_seconds(self.now)} {w.name} fails {h.label}: "
+                    f"{'accepted' if accepted else 'rejected'}"
+                )
+                self._apply(w, lambda: self._judge_fail(h, accepted, at))
+
+            self._call(w, "fail", h, lambda c: self.queue.fail(c, h.claim, "job raised"), done)
+
+    def _judge_fail(self, h: Held, accepted: bool, at: int) -> None:
+        if h.grant is not None:
+            self.oracle.fail(h.grant, accepted, at)
+
+    @precondition(lambda self: any(not w.paused for w in self.workers))
+    @rule(pick=PICK)
+    def pause(self, pick: int) -> None:
+        """SIGSTOP: the worker takes no steps and sends no heartbeats until resumed."""
+        with self._step():
+            w = self._pick([w for w in self.workers if not w.paused], pick)
+            w.paused = True
+            self.history.add(self.now, w.name, "pause", "event")
+            note(f"t={_seconds(self.now)} {w.name} pauses")
+
+    @precondition(lambda self: any(w.paused for w in self.workers))
+    @rule(pick=PICK)
+    def resume(self, pick: int) -> None:
+        with self._step():
+            self._resume(self._pick([w for w in self.workers if w.paused], pick))
+
+    def _resume(self, w: Worker) -> None:
+        # Its overdue heartbeats fire at the next tick of the clock, not before the
+        # worker's own next step: a woken worker may well complete before it learns
+        # that its lease ran out.
+        w.paused = False
+        self.history.add(self.now, w.name, "resume", "event")
+        note(f"t={_seconds(self.now)} {w.name} resumes")
+
+    @precondition(lambda self: any(not w.paused and w.granted for w in self.workers))
+    @rule(pick=PICK, reclaim=st.booleans())
+    def stall(self, pick: int, reclaim: bool) -> None:
+        """The story's pause in one step: freeze past the end of the lease, then wake.
+
+        With `reclaim`, the first other worker that can act claims while it is frozen.
+        """
+        with self._step():
+            w = self._pick([w for w in self.workers if not w.paused and w.granted], pick)
+            w.paused = True
+            end = max(h.grant.lease_end for h in w.granted if h.grant is not None)
+            note(f"t={_seconds(self.now)} {w.name} stalls past {_seconds(end)}")
+            self.history.add(self.now, w.name, "pause", "event", note="stall")
+            self._advance(max(end + 1, self.now + 1))
+            others = [o for o in self.workers if o is not w and o.can_act]
+            if reclaim and others:
+                self._claim(others[0])
+            self._resume(w)
+
+    def _busy(self) -> list[Worker]:
+        """Return workers whose crash or cut would change something: they hold work."""
+        return [w for w in self.workers if w.held or w.txn is not None or w.waiting is not None]
+
+    @precondition(lambda self: bool(self._busy()))
+    @rule(pick=PICK)
+    def crash(self, pick: int) -> None:
+        """The worker's process dies: its connections close, mid-transaction or not."""
+        with self._step():
+            w = self._pick(self._busy(), pick)
+            note(f"t={_seconds(self.now)} {w.name} crashes")
+            self._replace(w, "crashed")
+
+    @precondition(lambda self: any(w.txn is not None or w.waiting for w in self.workers))
+    @rule(pick=PICK)
+    def cut(self, pick: int) -> None:
+        """The server ends the worker's backend; the worker reconnects and keeps its claims."""
+        with self._step():
+            w = self._pick([w for w in self.workers if w.txn is not None or w.waiting], pick)
+            note(f"t={_seconds(self.now)} {w.name}'s connection is cut")
+            self.pool.terminate(w.main)
+            self._settle()
+            if w.txn is not None:
+                self._end_txn(w, commit=False, why="connection cut")
+            old = w.main
+            w.main = self.pool.open(w.name)
+            self.pool.release(old)
+            self.history.add(self.now, w.name, "cut", "event", note="backend terminated")
+
+    @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second"]))
+    def advance_clock(self, to: str) -> None:
+        """Let time pass; running workers' heartbeats fire on schedule meanwhile."""
+        with self._step():
+            ends = self._lease_ends()
+            if to in ("lease-end", "past-lease-end") and ends:
+                target = ends[0] + (1 if to == "past-lease-end" else 0)
+            else:
+                target = self.now + (BEAT if to == "beat" else SECOND)
+            self.history.add(self.now, "clock", "advance", "event", value=_seconds(target))
+            note(f"t={_seconds(self.now)} clock advances to {_seconds(target)} ({to})")
+            self._advance(target)
+
+    @precondition(
+        lambda self: (
+            self.caps.held_transactions and any(w.can_act and w.txn is None for w in self.workers)
+        )
+    )
+    @rule(pick=PICK)
+    def begin(self, pick: int) -> None:
+        """Open a transaction the worker's next calls run inside, held across steps."""
+        with self._step():
+            self._begin(self._pick([w for w in self.workers if w.can_act and w.txn is None], pick))
+
+    def _begin(self, w: Worker) -> None:
+        w.main.conn.execute("begin")
+        w.txn, w.snapshot = [], list(w.held)
+        self.history.add(self.now, w.name, "begin", "event")
+        note(f"t={_seconds(self.now)} {w.name} begins a transaction")
+
+    @precondition(lambda self: any(w.can_act and w.txn is not None for w in self.workers))
+    @rule(pick=PICK, commit=st.booleans())
+    def end_transaction(self, pick: int, commit: bool) -> None:
+        """Commit or roll back a held transaction; calls blocked behind it go on."""
+        with self._step():
+            w = self._pick([w for w in self.workers if w.can_act and w.txn is not None], pick)
+            note(f"t={_seconds(self.now)} {w.name} {'commits' if commit else 'rolls back'}")
+            w.main.conn.execute("commit" if commit else "rollback")
+            if commit:
+                self.history.add(self.now, w.name, "commit", "event")
+            self._end_txn(w, commit=commit, why="rolled back by the worker")
+
+    # --------------------------------------------------------------- invariants
+
+    def _refresh(self) -> None:
+        """Read the ground truth (effect rows) when a step may have changed it."""
+        if not self.db_dirty:
+            return
+        self.db_dirty = False
+        rows = self.pool.monitor.execute(clock.QUERIES["effects"].text).fetchall()
+        by_job: dict[str, list[str]] = {}
+        for call_id, job, token, worker in rows:
+            by_job.setdefault(job, []).append(
+                f"effect row: call {call_id}, {worker}, token {token}"
+            )
+            _, accepted = self.completions.get(call_id, (None, True))
+            if not accepted or call_id in self.voided:
+                self.oracle.violations.append(
+                    Violation(
+                        P.ATOMIC_REJECTION,
+                        f"completion call {call_id} of {worker} was "
+                        f"{'rolled back' if call_id in self.voided else 'rejected'} but its effect "
+                        "committed",
+                    )
+                )
+        for job, evidence in by_job.items():
+            if len(evidence) > 1:
+                label = next((m.label for k, m in self.oracle.jobs.items() if str(k) == job), job)
+                self.oracle.violations.append(
+                    Violation(
+                        P.SINGLE_COMPLETION,
+                        f"{label} completed {len(evidence)} times",
+                        tuple(evidence),
+                    )
+                )
+
+    def _check(self, prop: str) -> None:
+        self._refresh()
+        found = [v for v in self.oracle.violations if v.prop == prop]
+        if found:
+            self._raise(found[0])
+
+    def _raise(self, violation: Violation) -> None:
+        self.broken = True
+        timeline = render(self.history, SECOND)
+        self.h.recorder.last[violation.prop] = (violation, self.history, timeline)
+        raise violation_error(violation.prop)(violation, timeline)
+
+    @invariant()
+    def no_job_completed_twice(self) -> None:
+        self._check(P.SINGLE_COMPLETION)
+
+    @invariant()
+    def effects_stay_unique(self) -> None:
+        self._check(P.UNIQUE_EFFECTS)
+
+    @invariant()
+    def rejected_completions_leave_no_trace(self) -> None:
+        self._check(P.ATOMIC_REJECTION)
+
+    @invariant()
+    def leases_never_overlap(self) -> None:
+        self._check(P.EXCLUSIVE_LEASE)
+
+    @invariant()
+    def stale_claims_are_fenced(self) -> None:
+        self._check(P.FENCING)
+
+    @invariant()
+    def owners_are_never_refused(self) -> None:
+        self._check(P.OWNER_PROGRESS)
+
+    @invariant()
+    def attempts_stay_under_the_cap(self) -> None:
+        self._check(P.RETRY_CAP)
+
+    @invariant()
+    def finished_jobs_stay_finished(self) -> None:
+        self._check(P.NO_LOST_JOBS)
+
+    # ----------------------------------------------------------------- teardown
+
+    def teardown(self) -> None:
+        try:
+            if not self.broken and self.workers:
+                self._heal_and_drain()
+        finally:
+            self._clean_up()
+
+    def _heal_and_drain(self) -> None:
+        note(f"t={_seconds(self.now)} teardown: heal every worker, finish held work, drain")
+        for w in self.workers:
+            if w.paused:
+                self._resume(w)
+        for w in self.workers:  # workers finish their transactions; blocked calls go on
+            if w.txn is not None and w.waiting is None:
+                failed = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+                w.main.conn.execute("rollback" if failed else "commit")
+                self.history.add(self.now, w.name, "rollback" if failed else "commit", "event")
+                self._end_txn(w, commit=not failed, why="teardown")
+                self._settle()
+        for w in list(self.workers):
+            if w.waiting is not None or w.txn is not None:
+                self._replace(w, "still blocked at teardown")
+        for w in self.workers:  # a live worker finishes the work it holds
+            for h in list(w.held):
+                if h.grant is not None:
+                    self._complete(w, h)
+        self._settle()
+        for prop in P.ALL:
+            self._check(prop)
+        self._drain()
+        for prop in P.ALL:
+            self._check(prop)
+        for v in self.oracle.deferred:
+            self._raise(v)
+        lost = self.oracle.lost_jobs()
+        if lost:
+            self._raise(
+                Violation(
+                    P.NO_LOST_JOBS,
+                    "after healing and a full drain, jobs were not done or failed exactly once",
+                    tuple(lost),
+                )
+            )
+
+    def _drain(self) -> None:
+        ends = [g.lease_end for j in self.oracle.jobs.values() for g in j.grants]
+        self._advance(max([self.now, *ends]) + 1)
+        drainer = self.workers[0]
+        budget = len(self.jobs) * ((self.queue.max_attempts or 1) + 2) + 5
+        for _ in range(budget):
+            before = len(drainer.held)
+            self._call(
+                drainer,
+                "claim",
+                None,
+                lambda c: self.queue.claim(c, "drain", timedelta(microseconds=LEASE)),
+                self._drained(drainer),
+            )
+            if len(drainer.held) == before:
+                return
+            self._complete(drainer, drainer.held[-1])
+            self._settle()
+        raise AssertionError(f"the queue was not drained after {budget} claims")
+
+    def _drained(self, w: Worker) -> Callable[[Any], None]:
+        def done(result: Any) -> None:
+            if isinstance(result, BaseException) or result is None:
+                return
+            claim: Claim = result
+            label = f"drain:{self._job_label(claim)}#{claim.token!r}"
+            held = Held(claim=claim, label=label)
+            held.grant = self.oracle.grant(claim, label, self.now, self.queue.effect_key(claim))
+            w.held.append(held)
+
+        return done
+
+    def _clean_up(self) -> None:
+        for w in self.workers:
+            for session in (w.main, w.beat):
+                if session is not None and not w.crashed:
+                    self.pool.release(session)
+        self.workers = []
+        self.h.reset()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Claim):
+        return {"job_id": _plain(value.job_id), "token": repr(value.token), "worker": value.worker}
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return repr(value)

@@ -1,0 +1,47 @@
+"""The properties, each under the stable id used in test names, reports and mutants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SINGLE_COMPLETION = "single-completion"
+UNIQUE_EFFECTS = "unique-effects"
+EXCLUSIVE_LEASE = "exclusive-lease"
+FENCING = "fencing"
+OWNER_PROGRESS = "owner-progress"
+NO_LOST_JOBS = "no-lost-jobs"
+RETRY_CAP = "retry-cap"
+ATOMIC_REJECTION = "atomic-rejection"
+
+DESCRIPTIONS = {
+    SINGLE_COMPLETION: "at most one completion commits per job",
+    UNIQUE_EFFECTS: "a receiver deduplicating on effect_key accepts one effect per job",
+    EXCLUSIVE_LEASE: "no two claims of one job hold unexpired leases at the same moment",
+    FENCING: "every claim gets a fresh token; a stale claim's calls are rejected",
+    OWNER_PROGRESS: "the current owner is never wrongly rejected",
+    NO_LOST_JOBS: "after healing and a full drain, every job is done or failed, once",
+    RETRY_CAP: "no job is claimed more than max_attempts times",
+    ATOMIC_REJECTION: "a rejected completion leaves no trace",
+}
+ALL = tuple(DESCRIPTIONS)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken property, with the story of how and the evidence."""
+
+    prop: str
+    message: str
+    evidence: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        lines = [f"[{self.prop}] {self.message}", *(f"    {e}" for e in self.evidence)]
+        return "\n".join(lines)
+
+
+class PropertyViolated(AssertionError):
+    """Raised by the machine when a property fails; `violation.prop` names it."""
+
+    def __init__(self, violation: Violation, report: str = "") -> None:
+        self.violation = violation
+        super().__init__(f"{violation}\n{report}".rstrip())

@@ -1,0 +1,48 @@
+"""What the machine believes about each simulated worker (plain Python, no SQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from stateful.actors import Session
+from stateful.contract import Claim
+from stateful.model import Grant
+
+
+@dataclass(eq=False)
+class Held:
+    """A claim a worker holds; `grant` is set once the claim has committed."""
+
+    claim: Claim
+    label: str
+    grant: Grant | None = None
+    believed: bool = True
+    next_beat: int | None = None
+
+
+@dataclass(eq=False)
+class Worker:
+    """One simulated worker process: a main connection and a heartbeat connection."""
+
+    name: str
+    main: Session
+    beat: Session | None
+    held: list[Held] = field(default_factory=list)
+    paused: bool = False
+    crashed: bool = False
+    txn: list[Callable[[], None]] | None = None
+    txn_calls: list[int] = field(default_factory=list)
+    snapshot: list[Held] = field(default_factory=list)
+    waiting: Callable[[Any], None] | None = None
+    beat_waiting: Callable[[Any], None] | None = None
+
+    @property
+    def can_act(self) -> bool:
+        """Return whether the worker can take a step now (not paused, not blocked)."""
+        return not self.paused and not self.crashed and self.waiting is None
+
+    @property
+    def granted(self) -> list[Held]:
+        return [h for h in self.held if h.grant is not None]
