@@ -1,0 +1,21 @@
+"""Known-buggy queues: the reference queue with one thing wrong each.
+
+Every module's docstring names the bug, where it comes from and the property that
+must catch it; `expected` lists that property and its honest neighbours (a race
+can surface on either). `ALL` is the corpus the kill tests and the kill matrix run.
+"""
+
+from __future__ import annotations
+
+ALL = {
+    "naive": "mutants.naive:Naive",
+    "heartbeat-only": "mutants.heartbeat_only:HeartbeatOnly",
+    "effect-outside": "mutants.effect_outside:EffectOutside",
+    "attempt-key": "mutants.attempt_key:AttemptKey",
+    "no-row-lock": "mutants.no_row_lock:NoRowLock",
+    "clock-fence": "mutants.clock_fence:ClockFence",
+    "no-retry-cap": "mutants.no_retry_cap:NoRetryCap",
+    "unfenced-heartbeat": "mutants.unfenced_heartbeat:UnfencedHeartbeat",
+    "unfenced-fail": "mutants.unfenced_fail:UnfencedFail",
+    "fail-gives-up": "mutants.fail_gives_up:FailGivesUp",
+}

@@ -18,7 +18,7 @@ from stateful.contract import Claim
 
 class NoRetryCap(ReferenceQueue):
     name = "no-retry-cap"
-    expected = ("retry-cap",)
+    expected = ("retry-cap", "no-lost-jobs")
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         params = {"worker": check_worker(worker), "lease": check_lease(lease)}

@@ -2,8 +2,8 @@
 
 Source: the classic `update ... where id = (select id ... limit 1)`. Two claims
 racing in overlapping transactions both pick the same id; the second waits for the
-first, then updates the row anyway. Found only with held transactions.
-Caught by: exclusive-lease.
+first, then updates the row anyway - even one that was completed meanwhile.
+Found only with held transactions. Caught by: exclusive-lease (or single-completion).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from stateful.contract import Claim
 
 class NoRowLock(ReferenceQueue):
     name = "no-row-lock"
-    expected = ("exclusive-lease",)
+    expected = ("exclusive-lease", "single-completion")
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         params = {"worker": check_worker(worker), "lease": check_lease(lease)}

@@ -18,7 +18,7 @@ from stateful.contract import Claim
 
 class UnfencedFail(ReferenceQueue):
     name = "unfenced-fail"
-    expected = ("fencing",)
+    expected = ("fencing", "owner-progress")
 
     def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
         params = {"id": claim.job_id, "error": error}

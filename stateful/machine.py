@@ -687,11 +687,13 @@ class LeaseMachine(RuleBasedStateMachine):
                     )
                 )
 
-    def _check(self, prop: str) -> None:
+    def _check(self) -> None:
+        """Raise the most telling violation found so far (properties in priority order)."""
         self._refresh()
-        found = [v for v in self.oracle.violations if v.prop == prop]
-        if found:
-            self._raise(found[0])
+        for prop in P.ALL:
+            found = [v for v in self.oracle.violations if v.prop == prop]
+            if found:
+                self._raise(found[0])
 
     def _raise(self, violation: Violation) -> None:
         self.broken = True
@@ -700,36 +702,10 @@ class LeaseMachine(RuleBasedStateMachine):
         raise violation_error(violation.prop)(violation, timeline)
 
     @invariant()
-    def no_job_completed_twice(self) -> None:
-        self._check(P.SINGLE_COMPLETION)
-
-    @invariant()
-    def effects_stay_unique(self) -> None:
-        self._check(P.UNIQUE_EFFECTS)
-
-    @invariant()
-    def rejected_completions_leave_no_trace(self) -> None:
-        self._check(P.ATOMIC_REJECTION)
-
-    @invariant()
-    def leases_never_overlap(self) -> None:
-        self._check(P.EXCLUSIVE_LEASE)
-
-    @invariant()
-    def stale_claims_are_fenced(self) -> None:
-        self._check(P.FENCING)
-
-    @invariant()
-    def owners_are_never_refused(self) -> None:
-        self._check(P.OWNER_PROGRESS)
-
-    @invariant()
-    def attempts_stay_under_the_cap(self) -> None:
-        self._check(P.RETRY_CAP)
-
-    @invariant()
-    def finished_jobs_stay_finished(self) -> None:
-        self._check(P.NO_LOST_JOBS)
+    def every_property_holds(self) -> None:
+        """single-completion, unique-effects, atomic-rejection, exclusive-lease, fencing,
+        retry-cap, owner-progress and no-lost-jobs, from the database and the history."""
+        self._check()
 
     # ----------------------------------------------------------------- teardown
 
@@ -760,11 +736,9 @@ class LeaseMachine(RuleBasedStateMachine):
                 if h.grant is not None:
                     self._complete(w, h)
         self._settle()
-        for prop in P.ALL:
-            self._check(prop)
+        self._check()
         self._drain()
-        for prop in P.ALL:
-            self._check(prop)
+        self._check()
         for v in self.oracle.deferred:
             self._raise(v)
         lost = self.oracle.lost_jobs()

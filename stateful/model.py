@@ -122,12 +122,23 @@ class Oracle:
         job.tokens.append(claim.token)
         return new
 
+    def _given_up(self, job: JobModel, grant: Grant, at: int) -> bool:
+        """Return whether the queue may have failed the job for good under its owner.
+
+        On the last attempt, a lease that ran out lets the queue give the job up
+        (the retry cap's reaper); refusing the late owner then is not a violation.
+        """
+        if self.exhausted(job) and grant.lease_end <= at:
+            job.failed_final = True
+            return True
+        return False
+
     def heartbeat(self, grant: Grant, accepted: bool, at: int) -> None:
         job = self.job(grant.claim)
         if grant is self.owner(job):
             if accepted:
                 grant.lease_end = at + self.lease
-            else:
+            elif not self._given_up(job, grant, at):
                 self._flag(
                     P.OWNER_PROGRESS,
                     f"the heartbeat of {grant.label}, which owns "
@@ -143,7 +154,7 @@ class Oracle:
     def complete(self, grant: Grant, accepted: bool, at: int) -> None:
         job = self.job(grant.claim)
         if grant is self.owner(job):
-            if not accepted:
+            if not accepted and not self._given_up(job, grant, at):
                 self._flag(
                     P.OWNER_PROGRESS,
                     f"the completion of {grant.label}, which owns "
@@ -167,6 +178,8 @@ class Oracle:
         job = self.job(grant.claim)
         if grant is self.owner(job):
             if not accepted:
+                if self._given_up(job, grant, at):
+                    return
                 self._flag(
                     P.OWNER_PROGRESS,
                     f"the failure report of {grant.label}, which owns "

@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from dbfixtures import janitor
 from stateful import clock, contract, profiles
 
 DEFAULT_IMPL = "reference.queue:ReferenceQueue"
@@ -62,6 +63,26 @@ def installed_dsn(pg_database: str, queue_impl: contract.Queue) -> str:
         conn.execute(f"set search_path = {clock.SEARCH_PATH}")
         queue_impl.install(conn)
     return pg_database
+
+
+@pytest.fixture(scope="session")
+def reference_schema_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[str]:
+    """Return a DSN for a database of this worker's own with the reference schema installed.
+
+    The mutants share the reference queue's schema, so their kill tests run here
+    whatever `--queue-impl` says.
+    """
+    admin = janitor.admin_dsn(pg_server_dsn)
+    name = janitor.database_name(f"{worker_id_label}_ref")
+    dsn = janitor.create(admin, name)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            clock.install(conn)
+            conn.execute(f"set search_path = {clock.SEARCH_PATH}")
+            contract.load(DEFAULT_IMPL).install(conn)
+        yield dsn
+    finally:
+        janitor.drop(admin, name)
 
 
 @pytest.fixture

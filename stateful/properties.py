@@ -13,15 +13,16 @@ NO_LOST_JOBS = "no-lost-jobs"
 RETRY_CAP = "retry-cap"
 ATOMIC_REJECTION = "atomic-rejection"
 
+# In priority order: when one step breaks several, the first is reported.
 DESCRIPTIONS = {
     SINGLE_COMPLETION: "at most one completion commits per job",
     UNIQUE_EFFECTS: "a receiver deduplicating on effect_key accepts one effect per job",
+    ATOMIC_REJECTION: "a rejected completion leaves no trace",
     EXCLUSIVE_LEASE: "no two claims of one job hold unexpired leases at the same moment",
     FENCING: "every claim gets a fresh token; a stale claim's calls are rejected",
+    RETRY_CAP: "no job is claimed more than max_attempts times",
     OWNER_PROGRESS: "the current owner is never wrongly rejected",
     NO_LOST_JOBS: "after healing and a full drain, every job is done or failed, once",
-    RETRY_CAP: "no job is claimed more than max_attempts times",
-    ATOMIC_REJECTION: "a rejected completion leaves no trace",
 }
 ALL = tuple(DESCRIPTIONS)
 
