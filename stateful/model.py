@@ -111,13 +111,7 @@ class Oracle:
                 f"{job.label} claimed {len(job.grants) + 1} times; "
                 f"the queue promises at most {self.max_attempts}",
             )
-        job.effect_keys.add(key)
-        if len(job.effect_keys) > 1:
-            self._flag(
-                P.UNIQUE_EFFECTS,
-                f"the idempotency key of {job.label} changed between "
-                f"attempts: {sorted(job.effect_keys)}",
-            )
+        self._note_key(job, key)
         job.grants.append(new)
         job.tokens.append(claim.token)
         return new
@@ -132,6 +126,16 @@ class Oracle:
             job.failed_final = True
             return True
         return False
+
+    def _note_key(self, job: JobModel, key: str) -> None:
+        """Record an idempotency key of the job; it must never change between attempts."""
+        job.effect_keys.add(key)
+        if len(job.effect_keys) > 1:
+            self._flag(
+                P.UNIQUE_EFFECTS,
+                f"the idempotency key of {job.label} changed between attempts: "
+                f"{sorted(job.effect_keys)}",
+            )
 
     def heartbeat(self, grant: Grant, accepted: bool, at: int) -> None:
         job = self.job(grant.claim)
@@ -199,13 +203,7 @@ class Oracle:
     def external_effect(self, grant: Grant, key: str) -> bool:
         """Deliver an effect to the deduplicating receiver; return whether it took it."""
         job = self.job(grant.claim)
-        job.effect_keys.add(key)
-        if len(job.effect_keys) > 1:
-            self._flag(
-                P.UNIQUE_EFFECTS,
-                f"the idempotency key of {job.label} changed between "
-                f"attempts: {sorted(job.effect_keys)}",
-            )
+        self._note_key(job, key)
         if key in self.receiver:
             return False
         self.receiver[key] = grant.claim.job_id
