@@ -69,7 +69,7 @@ def main() -> None:
         floor = _round_trip(dsn)
         start = time.perf_counter()
         run_state_machine_as_test(
-            lambda: _Counting(harness),
+            lambda: _Counting(harness),  # type: ignore[arg-type]
             settings=settings(
                 max_examples=args.examples,
                 stateful_step_count=30,
