@@ -15,11 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psycopg
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from dbfixtures import embedded, janitor
+from bench._db import reference_database
 from stateful import actors, clock, contract
 from stateful.machine import Harness, LeaseMachine
 
@@ -53,16 +52,8 @@ def main() -> None:
     parser.add_argument("--pg-dsn", default=None)
     parser.add_argument("--json", type=Path, default=Path(".leasecheck/bench-step-cost.json"))
     args = parser.parse_args()
-    server = None if args.pg_dsn else embedded.start()
-    base = args.pg_dsn or (server.dsn if server else "")
-    name = janitor.database_name("bench")
-    try:
-        dsn = janitor.create(janitor.admin_dsn(base), name)
+    with reference_database(args.pg_dsn) as dsn:
         queue = contract.load("reference.queue:ReferenceQueue")
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            clock.install(conn)
-            conn.execute(f"set search_path = {clock.SEARCH_PATH}")
-            queue.install(conn)
         pool = actors.Pool(dsn)
         harness = Harness(queue=queue, pool=pool)
         harness.reset()
@@ -94,10 +85,6 @@ def main() -> None:
             print(f"{key:>26}: {value:.3f}" if isinstance(value, float) else f"{key:>26}: {value}")
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1))
-    finally:
-        janitor.drop(janitor.admin_dsn(base), name)
-        if server is not None:
-            server.stop()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ as the suite's, and is dropped here. Names go through `psycopg.sql.Identifier`.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 from psycopg import sql
@@ -83,3 +85,15 @@ def leftovers(dsn: str) -> list[str]:
             (MARK,),
         ).fetchall()
     return [r[0] for r in rows]
+
+
+@contextmanager
+def temporary(server_dsn: str, label: str) -> Iterator[str]:
+    """Yield a DSN for a fresh database of the suite's own named after `label`; drop it after."""
+    admin = admin_dsn(server_dsn)
+    name = database_name(label)
+    dsn = create(admin, name)
+    try:
+        yield dsn
+    finally:
+        drop(admin, name)

@@ -107,13 +107,8 @@ def worker_id_label(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="session")
 def pg_database(pg_server_dsn: str, worker_id_label: str) -> Iterator[str]:
     """Return a DSN for a database this worker created for itself; drop it at the end."""
-    admin = janitor.admin_dsn(pg_server_dsn)
-    name = janitor.database_name(worker_id_label)
     try:
-        dsn = janitor.create(admin, name)
+        with janitor.temporary(pg_server_dsn, worker_id_label) as dsn:
+            yield dsn
     except janitor.DatabaseRefused as exc:
         pytest.exit(f"leasecheck: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-    try:
-        yield dsn
-    finally:
-        janitor.drop(admin, name)

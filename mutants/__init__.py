@@ -14,6 +14,7 @@ ALL = {
     "attempt-key": "mutants.attempt_key:AttemptKey",
     "no-row-lock": "mutants.no_row_lock:NoRowLock",
     "clock-fence": "mutants.clock_fence:ClockFence",
+    "strict-lease": "mutants.strict_lease:StrictLease",
     "no-retry-cap": "mutants.no_retry_cap:NoRetryCap",
     "unfenced-heartbeat": "mutants.unfenced_heartbeat:UnfencedHeartbeat",
     "unfenced-fail": "mutants.unfenced_fail:UnfencedFail",

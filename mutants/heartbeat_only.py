@@ -18,7 +18,7 @@ from stateful.contract import Claim, Effect
 
 class HeartbeatOnly(ReferenceQueue):
     name = "heartbeat-only"
-    expected = ("single-completion",)
+    expected = ("single-completion", "fencing")
 
     def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
         with conn.transaction():

@@ -19,7 +19,7 @@ from stateful.contract import Claim, Effect
 class Naive(ReferenceQueue):
     name = "naive"
     heartbeats = False
-    expected = ("single-completion",)
+    expected = ("single-completion", "fencing")
 
     def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
         conn.execute(sql("complete_unfenced"), {"id": claim.job_id})

@@ -11,8 +11,8 @@ from typing import Any
 
 from psycopg import Connection
 
-from mutants._base import sql
-from reference.queue import ReferenceQueue, check_lease, check_worker
+from mutants._base import claim_with, sql
+from reference.queue import ReferenceQueue
 from stateful.contract import Claim
 
 
@@ -21,9 +21,7 @@ class NoRetryCap(ReferenceQueue):
     expected = ("retry-cap", "no-lost-jobs")
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
-        params = {"worker": check_worker(worker), "lease": check_lease(lease)}
-        row = conn.execute(sql("claim_without_cap"), params).fetchone()
-        return None if row is None else Claim(job_id=int(row[0]), token=int(row[1]), worker=worker)
+        return claim_with("claim_without_cap", conn, worker, lease)
 
     def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
         params = {"id": claim.job_id, "attempt": claim.token, "error": error}

@@ -13,8 +13,8 @@ from typing import Any
 
 from psycopg import Connection
 
-from mutants._base import sql
-from reference.queue import ReferenceQueue, check_lease, check_worker
+from mutants._base import claim_with
+from reference.queue import ReferenceQueue
 from stateful.contract import Claim
 
 
@@ -23,6 +23,4 @@ class NoRowLock(ReferenceQueue):
     expected = ("exclusive-lease", "single-completion")
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
-        params = {"worker": check_worker(worker), "lease": check_lease(lease)}
-        row = conn.execute(sql("claim_without_row_lock"), params).fetchone()
-        return None if row is None else Claim(job_id=int(row[0]), token=int(row[1]), worker=worker)
+        return claim_with("claim_without_row_lock", conn, worker, lease)

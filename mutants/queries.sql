@@ -66,3 +66,10 @@ update jobs
        last_error = %(error)s
  where id = %(id)s and attempt = %(attempt)s and status = 'running'
 returning id
+
+-- name: complete_only_within_lease
+-- strict-lease: fenced on the attempt, and also refused once the lease has run out.
+update jobs
+   set status = 'done', locked_by = null, lease_until = null, finished_at = now()
+ where id = %(id)s and attempt = %(attempt)s and status = 'running' and lease_until >= now()
+returning id

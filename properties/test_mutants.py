@@ -8,12 +8,10 @@ off (it changes nothing about which property broke and costs most of the time);
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis.errors import FlakyFailure
 from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
@@ -21,18 +19,8 @@ from stateful import actors, contract
 from stateful.machine import Harness, LeaseMachine
 from stateful.properties import PropertyViolated
 
-# Known defect: under CPU contention a heartbeat on a worker's beat connection and a
-# call on its main connection can be judged in a different order than PostgreSQL ran
-# them, so a derandomized kill run may die on a neighbouring property or replay
-# differently. Until that ordering is fixed, the kill tests run only when asked.
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("LEASECHECK_MUTANTS"),
-    reason="mutant kill tests are opt-in (LEASECHECK_MUTANTS=1) until the heartbeat/main "
-    "ordering race in the harness is fixed; run them with -n 0 for reliable verdicts",
-)
-
 KILL = settings(
-    max_examples=400,
+    max_examples=1000,
     stateful_step_count=30,
     derandomize=True,
     database=None,
@@ -60,14 +48,6 @@ def _violated(queue: contract.Queue, pool: actors.Pool, budget: settings) -> Pro
         run_state_machine_as_test(lambda: LeaseMachine(harness), settings=budget)
     except PropertyViolated as error:
         return error
-    except FlakyFailure as error:
-        # The first run broke a property; a replay under load did not. The mutant
-        # was caught all the same; the replay's difference is reported, not hidden.
-        found = [e for e in error.exceptions if isinstance(e, PropertyViolated)]
-        if found:
-            print(f"leasecheck: {queue.name}: the replay differed: {error}")
-            return found[0]
-        raise
     pytest.fail(f"mutant {queue.name} survived {budget.max_examples} examples")
 
 

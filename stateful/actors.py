@@ -13,7 +13,7 @@ safety timeout: no run hangs. This module knows nothing of queues or properties.
 from __future__ import annotations
 
 import contextlib
-import threading
+import itertools
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -46,6 +46,7 @@ class Session:
     executor: ThreadPoolExecutor
     pending: Future[Any] | None = None
     terminated: bool = False
+    invoked: int = 0
 
     @property
     def pid(self) -> int:
@@ -72,7 +73,6 @@ class Pool:
     monitor: Connection[Any] = field(init=False)
     _free: list[Session] = field(default_factory=list)
     _count: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.monitor = clock.connect(self.dsn)
@@ -123,6 +123,14 @@ class Pool:
         if session.pending is not None:
             wait_futures([session.pending], timeout=SAFETY_TIMEOUT)
 
+    def cancel(self, session: Session) -> None:
+        """Cancel the session's running statement and wait until its call has returned."""
+        self.monitor.execute("select pg_cancel_backend(%s)", (session.pid,))
+        if session.pending is not None:
+            wait_futures([session.pending], timeout=SAFETY_TIMEOUT)
+            if not session.pending.done():
+                raise Stuck(f"{session.label} did not return after its statement was cancelled")
+
     def close(self) -> None:
         """Close every connection the pool holds."""
         for session in self._free:
@@ -155,26 +163,27 @@ class Pool:
         )
 
 
-class Blocked:
-    """Marker result: the call is waiting on a lock and is still pending."""
-
-    def __repr__(self) -> str:
-        return "BLOCKED"
-
-
-BLOCKED = Blocked()
+_INVOCATIONS = itertools.count(1)
 
 
 def submit(session: Session, call: Callable[[Connection[Any]], Any]) -> Future[Any]:
     """Start `call(conn)` on the session's thread."""
     assert session.pending is None, f"{session.label} already has a call in flight"
+    session.invoked = next(_INVOCATIONS)
     future = session.executor.submit(call, session.conn)
     session.pending = future
     return future
 
 
 def settle(pool: Pool, sessions: list[Session]) -> None:
-    """Wait until every pending call among `sessions` has finished or is blocked."""
+    """Wait until every pending call among `sessions` has finished or is stuck for good.
+
+    A call counts as blocked only while it waits, directly or through other blocked
+    calls, on a transaction one of `sessions` holds open between steps: only a later
+    step can release it. A wait on anything else (autovacuum truncating a table, a
+    backend still committing) passes by itself, so it is waited out; treating it as
+    blocked would make the step's outcome depend on timing.
+    """
     waiting = [s for s in sessions if s.pending is not None and not s.pending.done()]
     delay = 0.0002
     spent = 0.0
@@ -185,26 +194,46 @@ def settle(pool: Pool, sessions: list[Session]) -> None:
         running = [s for s in waiting if s.pending is not None and not s.pending.done()]
         if not running:
             return
-        blocked = pool.blocked(running)
-        if all(s.pid in blocked for s in running):
-            if _has_cycle(blocked):
+        waits_for = pool.blocked(running)
+        if _held_still(waits_for, sessions, running):
+            if _has_cycle(waits_for):
                 raise Deadlock("blocked calls wait on each other: " + pool.describe(running))
             return
         if spent > SAFETY_TIMEOUT:
             raise Stuck(
-                f"calls neither finished nor waited on a lock within {SAFETY_TIMEOUT:.0f} s: "
-                + pool.describe(running)
+                f"calls neither finished nor waited on a held transaction within "
+                f"{SAFETY_TIMEOUT:.0f} s: " + pool.describe(running)
             )
         waiting = running
         delay = min(delay * 2, 0.05)
 
 
+def _held_still(
+    waits_for: dict[int, list[int]], sessions: list[Session], running: list[Session]
+) -> bool:
+    """Return whether every running call waits only on transactions held between steps."""
+    holders = {
+        s.pid
+        for s in sessions
+        if not s.terminated and (s.pending is None or s.pending.done()) and s.in_transaction
+    }
+    stuck = {s.pid for s in running if s.pid in waits_for}
+    if len(stuck) < len(running):
+        return False
+    changed = True
+    while changed:  # drop calls that wait on anything but holders or other stuck calls
+        changed = False
+        for pid in list(stuck):
+            if not all(b in holders or b in stuck for b in waits_for[pid]):
+                stuck.discard(pid)
+                changed = True
+    return len(stuck) == len(running)
+
+
 def outcome(session: Session) -> Any:
-    """Return the finished call's result (or raise its error) and clear it; BLOCKED if not done."""
+    """Return the finished call's result (or raise its error) and clear it."""
     future = session.pending
-    assert future is not None
-    if not future.done():
-        return BLOCKED
+    assert future is not None and future.done()
     session.pending = None
     return future.result()
 

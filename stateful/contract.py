@@ -66,12 +66,14 @@ class Capabilities:
 
     - `ordered_tokens`: tokens of one job strictly increase (checked by fencing).
     - `held_transactions`: its calls may run inside a transaction the harness holds open.
+    - `heartbeats`: it can extend a lease at all (the story's naive queue cannot).
     - `advance_clock`: its own way to move time forward, for queues that do not read
       `now()`; called as `advance_clock(conn, delta)`.
     """
 
     ordered_tokens: bool
     held_transactions: bool
+    heartbeats: bool
     advance_clock: Callable[[Connection[Any], timedelta], None] | None
 
 
@@ -80,8 +82,28 @@ def capabilities(queue: Queue) -> Capabilities:
     return Capabilities(
         ordered_tokens=bool(getattr(queue, "ordered_tokens", False)),
         held_transactions=bool(getattr(queue, "held_transactions", True)),
+        heartbeats=bool(getattr(queue, "heartbeats", True)),
         advance_clock=getattr(queue, "advance_clock", None),
     )
+
+
+def not_checked(queue: Queue) -> list[str]:
+    """Return, one line each, what the suite cannot check because of what `queue` declares."""
+    caps = capabilities(queue)
+    gaps = []
+    if queue.max_attempts is None:
+        gaps.append(f"retry-cap: {queue.name} promises no cap (max_attempts=None)")
+    if not caps.heartbeats:
+        gaps.append(
+            f"heartbeats: {queue.name} has none; the heartbeat half of fencing "
+            "and owner-progress is not exercised"
+        )
+    if not caps.held_transactions:
+        gaps.append(
+            f"held-transactions: {queue.name} cannot run inside a transaction the "
+            "harness holds open; races between overlapping transactions are not explored"
+        )
+    return gaps
 
 
 class ContractError(ValueError):

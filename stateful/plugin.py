@@ -49,6 +49,11 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 _queue_key = pytest.StashKey[contract.Queue]()
 
 
+def queue_under_test(config: pytest.Config) -> contract.Queue:
+    """Return the queue `--queue-impl` names (loaded once, at configure time)."""
+    return config.stash[_queue_key]
+
+
 @pytest.fixture(scope="session")
 def queue_impl(pytestconfig: pytest.Config) -> contract.Queue:
     """Return the queue under test, as `--queue-impl` names it."""
@@ -72,17 +77,12 @@ def reference_schema_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[s
     The mutants share the reference queue's schema, so their kill tests run here
     whatever `--queue-impl` says.
     """
-    admin = janitor.admin_dsn(pg_server_dsn)
-    name = janitor.database_name(f"{worker_id_label}_ref")
-    dsn = janitor.create(admin, name)
-    try:
+    with janitor.temporary(pg_server_dsn, f"{worker_id_label}_ref") as dsn:
         with psycopg.connect(dsn, autocommit=True) as conn:
             clock.install(conn)
             conn.execute(f"set search_path = {clock.SEARCH_PATH}")
             contract.load(DEFAULT_IMPL).install(conn)
         yield dsn
-    finally:
-        janitor.drop(admin, name)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ NO_LOST_JOBS = "no-lost-jobs"
 RETRY_CAP = "retry-cap"
 ATOMIC_REJECTION = "atomic-rejection"
 
-# In priority order: when one step breaks several, the first is reported.
 DESCRIPTIONS = {
     SINGLE_COMPLETION: "at most one completion commits per job",
     UNIQUE_EFFECTS: "a receiver deduplicating on effect_key accepts one effect per job",

@@ -48,7 +48,7 @@ def render(history: History, second: int) -> str:
     """Return the history as a text timeline with one lane per worker."""
     lanes: list[str] = []
     for e in history.events:
-        lane = _lane(e.worker)
+        lane = e.worker
         if lane not in lanes:
             lanes.append(lane)
     header = f"{'time':>10} | " + " | ".join(f"{lane:<{_WIDTH}}" for lane in lanes)
@@ -58,11 +58,7 @@ def render(history: History, second: int) -> str:
             continue
         cells = [""] * len(lanes)
         text = _describe(e)
-        cells[lanes.index(_lane(e.worker))] = text
+        cells[lanes.index(e.worker)] = text
         at = f"{e.at / second:g}s"
         lines.append(f"{at:>10} | " + " | ".join(f"{c:<{_WIDTH}}" for c in cells).rstrip())
     return "\n".join(lines)
-
-
-def _lane(worker: str) -> str:
-    return worker

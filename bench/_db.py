@@ -1,0 +1,27 @@
+"""A throwaway database with the harness and the reference schema, for benchmarks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+
+from dbfixtures import embedded, janitor
+from stateful import clock, contract
+
+
+@contextmanager
+def reference_database(pg_dsn: str | None) -> Iterator[str]:
+    """Yield a DSN for a fresh database with the reference schema; drop it (and the server)."""
+    server = None if pg_dsn else embedded.start()
+    try:
+        with janitor.temporary(pg_dsn or (server.dsn if server else ""), "bench") as dsn:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                clock.install(conn)
+                conn.execute(f"set search_path = {clock.SEARCH_PATH}")
+                contract.load("reference.queue:ReferenceQueue").install(conn)
+            yield dsn
+    finally:
+        if server is not None:
+            server.stop()

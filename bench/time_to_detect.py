@@ -1,0 +1,120 @@
+"""Benchmark (not a test): how fast the machine kills each mutant, over many seeds.
+
+    python -m bench.time_to_detect [--seeds 20] [--budget 3000] [--mutant NAME ...]
+                                   [--queue module:attr ...]
+
+For every mutant and seed: examples and seconds to the first failure (no
+shrinking), and the property it broke. Prints median and p90 per mutant and writes
+the raw runs as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import hypothesis.core
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+import mutants
+from bench._db import reference_database
+from stateful import actors, contract
+from stateful.machine import Harness, LeaseMachine
+from stateful.properties import PropertyViolated
+
+
+def _run(harness: Harness, seed: int, budget: int) -> dict[str, Any]:
+    made = 0
+
+    def factory() -> LeaseMachine:
+        nonlocal made
+        made += 1
+        return LeaseMachine(harness)
+
+    hypothesis.core.global_force_seed = seed  # type: ignore[assignment]
+    start = time.perf_counter()
+    prop = None
+    try:
+        run_state_machine_as_test(
+            factory,  # type: ignore[arg-type]
+            settings=settings(
+                max_examples=budget,
+                stateful_step_count=30,
+                deadline=None,
+                database=None,
+                phases=(Phase.generate,),
+                report_multiple_bugs=False,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+    except PropertyViolated as error:
+        prop = error.violation.prop
+    finally:
+        hypothesis.core.global_force_seed = None
+    seconds = time.perf_counter() - start
+    # A failure is replayed once before it is reported: that replay is not a new example.
+    return {
+        "seed": seed,
+        "property": prop,
+        "examples": made - 1 if prop else made,
+        "seconds": seconds,
+    }
+
+
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--budget", type=int, default=3000)
+    parser.add_argument("--mutant", action="append", choices=sorted(mutants.ALL))
+    parser.add_argument(
+        "--queue",
+        action="append",
+        default=[],
+        help="also run this module:attr (e.g. the reference, which must never be killed)",
+    )
+    parser.add_argument("--pg-dsn", default=None)
+    parser.add_argument("--json", type=Path, default=Path(".leasecheck/bench-time-to-detect.json"))
+    args = parser.parse_args()
+    runs: dict[str, list[dict[str, Any]]] = {}
+    with reference_database(args.pg_dsn) as dsn:
+        pool = actors.Pool(dsn)
+        try:
+            print(
+                f"{'mutant':<20} {'killed':>7} {'med ex':>7} {'p90 ex':>7} {'med s':>7} "
+                f"{'p90 s':>7}  properties"
+            )
+            targets = {name: mutants.ALL[name] for name in args.mutant or sorted(mutants.ALL)}
+            targets.update({spec: spec for spec in args.queue})
+            for name, spec in targets.items():
+                harness = Harness(queue=contract.load(spec), pool=pool)
+                harness.reset()
+                runs[name] = [_run(harness, seed, args.budget) for seed in range(args.seeds)]
+                killed = [r for r in runs[name] if r["property"]]
+                examples = [float(r["examples"]) for r in killed] or [float("nan")]
+                seconds = [r["seconds"] for r in killed] or [float("nan")]
+                props = sorted({r["property"] for r in killed})
+                print(
+                    f"{name:<20} {len(killed):>3}/{len(runs[name]):<3} "
+                    f"{statistics.median(examples):>7.0f} {_p90(examples):>7.0f} "
+                    f"{statistics.median(seconds):>7.2f} {_p90(seconds):>7.2f}  "
+                    f"{', '.join(props)}",
+                    flush=True,
+                )
+        finally:
+            pool.close()
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(runs, indent=1))
+
+
+if __name__ == "__main__":
+    main()
