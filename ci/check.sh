@@ -6,4 +6,4 @@ export PATH="$PWD/.venv/bin:$PATH"
 ruff check .
 ruff format --check .
 mypy
-CI=1 pytest -n auto
+CI=1 .venv/bin/pytest -n auto

@@ -3,7 +3,8 @@
 Source: the classic `update ... where id = (select id ... limit 1)`. Two claims
 racing in overlapping transactions both pick the same id; the second waits for the
 first, then updates the row anyway - even one that was completed meanwhile.
-Found only with held transactions. Caught by: exclusive-lease (or single-completion).
+Found only with held transactions. Caught by: exclusive-lease (or single-completion, or
+no-lost-jobs when a finished job is handed out again).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from stateful.contract import Claim
 
 class NoRowLock(ReferenceQueue):
     name = "no-row-lock"
-    expected = ("exclusive-lease", "single-completion")
+    expected = ("exclusive-lease", "single-completion", "no-lost-jobs")
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         return claim_with("claim_without_row_lock", conn, worker, lease)
