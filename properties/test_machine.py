@@ -11,7 +11,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from stateful import actors
 from stateful.contract import Queue, not_checked
 from stateful.machine import Harness, LeaseMachine
-from stateful.plugin import queue_under_test
+from stateful.plugin import excused, queue_under_test
 
 
 @pytest.fixture
@@ -20,13 +20,13 @@ def harness(
 ) -> Iterator[Harness]:
     """Return a harness on this worker's database; write failure files when a test fails."""
     pool = actors.Pool(installed_dsn)
-    h = Harness(queue=queue_impl, pool=pool)
+    h = Harness(queue=queue_impl, pool=pool, excused=excused(request.config))
     h.reset()
     try:
         yield h
     finally:
         if h.recorder.last:
-            out = Path(".leasecheck")
+            out = Path(request.config.getoption("--leasecheck-dir"))
             for path in h.recorder.write(out, request.node.name):
                 print(f"leasecheck: wrote {path}")
         pool.close()
@@ -40,6 +40,7 @@ def test_queue_keeps_every_property(harness: Harness) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "gap" in metafunc.fixturenames:
         gaps = not_checked(queue_under_test(metafunc.config))
+        gaps += [f"{p}: excused on the command line (--excuse)" for p in excused(metafunc.config)]
         metafunc.parametrize("gap", gaps, ids=[g.split(":")[0] for g in gaps])
 
 

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from dbfixtures import janitor
-from stateful import clock, contract, profiles
+from stateful import clock, contract, profiles, properties
 
 DEFAULT_IMPL = "reference.queue:ReferenceQueue"
 
@@ -25,6 +25,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--queue-impl",
         default=os.environ.get("LEASECHECK_QUEUE", DEFAULT_IMPL),
         help=f"the queue under test as module:attr (default: $LEASECHECK_QUEUE or {DEFAULT_IMPL})",
+    )
+    group.addoption(
+        "--excuse",
+        action="append",
+        default=[p for p in os.environ.get("LEASECHECK_EXCUSE", "").split(",") if p],
+        metavar="PROPERTY",
+        help="stop judging this property (repeatable; $LEASECHECK_EXCUSE, comma-separated); "
+        "the release matrix uses it to find the next violation after the first",
+    )
+    group.addoption(
+        "--leasecheck-dir",
+        default=os.environ.get("LEASECHECK_DIR", ".leasecheck"),
+        metavar="DIR",
+        help="where a failing run writes its histories and timelines (default: .leasecheck)",
     )
 
 
@@ -37,13 +51,22 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_queue_key] = contract.load(config.getoption("--queue-impl"))
     except contract.ContractError as exc:
         raise pytest.UsageError(f"leasecheck: {exc}") from None
+    unknown = sorted(set(config.getoption("--excuse")) - set(properties.ALL))
+    if unknown:
+        raise pytest.UsageError(
+            f"leasecheck: --excuse {', '.join(unknown)}: no such property; "
+            f"choose from {', '.join(properties.ALL)}"
+        )
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
     queue = config.stash.get(_queue_key, None)
     if queue is None:
         return None
-    return f"leasecheck: queue under test {queue.name!r} ({config.getoption('--queue-impl')})"
+    line = f"leasecheck: queue under test {queue.name!r} ({config.getoption('--queue-impl')})"
+    if excused(config):
+        line += f"; not judged (--excuse): {', '.join(sorted(excused(config)))}"
+    return line
 
 
 _queue_key = pytest.StashKey[contract.Queue]()
@@ -52,6 +75,11 @@ _queue_key = pytest.StashKey[contract.Queue]()
 def queue_under_test(config: pytest.Config) -> contract.Queue:
     """Return the queue `--queue-impl` names (loaded once, at configure time)."""
     return config.stash[_queue_key]
+
+
+def excused(config: pytest.Config) -> frozenset[str]:
+    """Return the properties `--excuse` takes out of judgement."""
+    return frozenset(config.getoption("--excuse"))
 
 
 @pytest.fixture(scope="session")
