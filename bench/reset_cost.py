@@ -1,7 +1,8 @@
 """Benchmark (not a test): what resetting between examples costs, and what it leaves behind.
 
     python -m bench.reset_cost [--cycles 1000] [--warmup 20] [--jobs 5-20] [--connections 8]
-                               [--method NAME ...] [--seed 0] [--pg-dsn DSN] [--json PATH]
+                               [--vacuum-every 100] [--method NAME ...] [--seed 0]
+                               [--pg-dsn DSN] [--json PATH]
 
 The suite empties the queue between examples (`Harness.reset()`: DELETE of the
 reference tables and of the harness's effects). Each method below gets a database
@@ -12,9 +13,13 @@ example's first enqueue and claim (timed: the claim scans the partial index
 realistic leftover of one example (jobs queued, running, done and failed, receipts,
 effect rows, the clock moved on), then the reset (timed). It prints median and p90
 per reset and per claim, and ratios to the current DELETE, all from the same run.
+`delete-vacuum` is the DELETE plus a VACUUM of the two tables every `--vacuum-every`
+resets (its cost spread over those resets), in case dead entries slow the claim.
 
 The rollback methods are measured on one connection, as a lower bound: the machine
-cannot use them (see ROLLBACK_CAVEAT). It only creates and drops databases of its
+cannot use them (see ROLLBACK_CAVEAT). The savepoint method's transaction stays open
+all run and would slow its neighbours, so it runs afterwards beside a fresh DELETE,
+and its ratios are to that one. It only creates and drops databases of its
 own, marked as janitor marks them, and drops them all at the end.
 """
 
@@ -101,6 +106,8 @@ class _Method:
     """One way to reset, on a database of its own; `conn` is the connection examples use."""
 
     name = ""
+    isolated = False
+    """Runs in a phase of its own, beside a fresh DELETE, because it slows the others."""
 
     def __init__(self, dbs: _Databases) -> None:
         self.dbs = dbs
@@ -123,6 +130,23 @@ class _Delete(_Method):
     def reset(self) -> None:
         QUEUE.reset(self.conn)
         clock.reset(self.conn)
+
+
+class _DeleteVacuum(_Delete):
+    """DELETE, and every `every`-th reset a VACUUM, so the claim's index stays short."""
+
+    name = "delete + vacuum"
+    every = 100
+
+    def __init__(self, dbs: _Databases) -> None:
+        super().__init__(dbs)
+        self.resets = 0
+
+    def reset(self) -> None:
+        super().reset()
+        self.resets += 1
+        if self.resets % self.every == 0:
+            self.conn.execute(QUERIES["vacuum"].text)
 
 
 class _Truncate(_Method):
@@ -181,9 +205,15 @@ class _Rollback(_Method):
 
 
 class _Savepoint(_Method):
-    """One transaction held for the whole run, a savepoint per example."""
+    """One transaction held for the whole run, a savepoint per example.
+
+    That transaction holds back the pruning of dead rows in every database of the
+    server (the snapshot xmin is cluster-wide), so DELETE's dead index entries
+    pile up next door and its claims slow down: it runs in a phase of its own.
+    """
 
     name = "savepoint"
+    isolated = True
 
     def __init__(self, dbs: _Databases) -> None:
         super().__init__(dbs)
@@ -202,6 +232,7 @@ class _Savepoint(_Method):
 
 METHODS: dict[str, type[_Method]] = {
     "delete": _Delete,
+    "delete-vacuum": _DeleteVacuum,
     "truncate": _Truncate,
     "truncate-restart": _TruncateRestart,
     "template": _Template,
@@ -303,6 +334,9 @@ def main() -> None:
         help="connections the template method reopens per reset (the pool: monitor + "
         "main and heartbeat of 2-5 workers)",
     )
+    parser.add_argument(
+        "--vacuum-every", type=int, default=100, help="resets between VACUUMs (delete-vacuum)"
+    )
     parser.add_argument("--method", action="append", choices=sorted(METHODS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pg-dsn", default=None)
@@ -310,34 +344,70 @@ def main() -> None:
     args = parser.parse_args()
     if args.cycles <= args.warmup:
         parser.error(f"--cycles {args.cycles} must exceed --warmup {args.warmup}")
+    if args.vacuum_every < 1:
+        parser.error("--vacuum-every must be at least 1")
     _Template.connections = args.connections
+    _DeleteVacuum.every = args.vacuum_every
     chosen = args.method or list(METHODS)
     if "delete" not in chosen:
         chosen.insert(0, "delete")  # every ratio is to the current choice
+    phases = [[n for n in chosen if not METHODS[n].isolated]]
+    phases += [["delete", n] for n in chosen if METHODS[n].isolated]
+    times: dict[str, dict[str, list[float]]] = {}
+    states: dict[str, dict[str, int]] = {}
+    baseline: dict[str, str] = {}
     with _server(args.pg_dsn) as admin:
+        with psycopg.connect(admin) as conn:
+            settings: dict[str, str] = dict(conn.execute(QUERIES["autovacuum"].text).fetchall())
         dbs = _Databases(admin)
-        methods: list[_Method] = []
         try:
             dbs.create_template()
-            methods = [METHODS[name](dbs) for name in chosen]
-            settings = dict(methods[0].conn.execute(QUERIES["autovacuum"].text).fetchall())
-            times = _cycles(methods, args.cycles, args.jobs, args.seed)
-            states = {m.name: _table_state(m.conn) for m in methods}
+            for phase in phases:
+                _phase(dbs, phase, args, times, states, baseline)
         finally:
-            for m in methods:
-                m.close()
             dbs.drop_all()
-    result = _report(times, states, args)
+    result = _report(times, states, baseline, args)
     result["autovacuum"] = settings
     print("autovacuum: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
     print(ROLLBACK_CAVEAT)
+    if len(phases) > 1:
+        print(
+            "savepoint ran in a phase of its own beside a fresh delete: its transaction, open "
+            "all run, holds back pruning of dead rows in every database of the server"
+        )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({**result, "raw": times}, indent=1))
+
+
+def _phase(
+    dbs: _Databases,
+    names: list[str],
+    args: argparse.Namespace,
+    times: dict[str, dict[str, list[float]]],
+    states: dict[str, dict[str, int]],
+    baseline: dict[str, str],
+) -> None:
+    """Run `names` round robin on fresh databases; add their figures to the dicts."""
+    methods: list[_Method] = []
+    try:
+        for name in names:
+            methods.append(METHODS[name](dbs))
+        if len(names) == 2 and METHODS[names[1]].isolated:
+            methods[0].name = f"delete (beside {methods[1].name})"
+        for m in methods:
+            baseline[m.name] = methods[0].name
+        times.update(_cycles(methods, args.cycles, args.jobs, args.seed))
+        states.update({m.name: _table_state(m.conn) for m in methods})
+    finally:
+        for m in methods:
+            m.close()
+            dbs.drop(m.db)
 
 
 def _report(
     times: dict[str, dict[str, list[float]]],
     states: dict[str, dict[str, int]],
+    baseline: dict[str, str],
     args: argparse.Namespace,
 ) -> dict[str, Any]:
     """Print the two tables and return their figures."""
@@ -351,47 +421,52 @@ def _report(
         summary[name] = {
             "reset_median_us": statistics.median(reset),
             "reset_p90_us": _p90(reset),
+            "reset_mean_us": statistics.fmean(reset),
             "claim_first_median_us": statistics.median(claim[:tail]),
             "claim_last_median_us": statistics.median(claim[-tail:]),
             "claim_p90_us": _p90(claim),
             "reset_plus_next_claim_median_us": statistics.median(cycle),
+            "reset_plus_next_claim_mean_us": statistics.fmean(cycle),
             **states[name],
         }
-    base = summary["delete (current)"]
     print(
         f"reset between examples, {args.cycles - w} cycles after {w} warm-up, "
         f"{args.jobs[0]}-{args.jobs[1]} jobs left over each (µs)"
     )
-    print(f"{'method':<26} {'median':>9} {'p90':>9} {'x delete':>9}")
+    print(f"{'method':<26} {'median':>9} {'p90':>9} {'mean':>9} {'x delete':>9}")
     for name, s in summary.items():
+        base = summary[baseline[name]]
         s["reset_ratio"] = s["reset_median_us"] / base["reset_median_us"]
         print(
             f"{name:<26} {s['reset_median_us']:>9.0f} {s['reset_p90_us']:>9.0f} "
-            f"{s['reset_ratio']:>9.2f}"
+            f"{s['reset_mean_us']:>9.0f} {s['reset_ratio']:>9.2f}"
         )
     print(
         f"\nthe next example's first claim (µs; first and last {tail} cycles), "
-        "reset + next claim, and the jobs table at the end"
+        "reset + next claim (median, mean: a periodic VACUUM shows in the mean only), "
+        "and the jobs table at the end"
     )
     print(
-        f"{'method':<26} {'first':>7} {'last':>7} {'p90':>7} {'reset+claim':>12} "
+        f"{'method':<26} {'first':>7} {'last':>7} {'p90':>7} {'r+c med':>8} {'r+c mean':>9} "
         f"{'x delete':>9} {'dead':>7} {'vacuums':>8} {'index kB':>9}"
     )
     for name, s in summary.items():
+        base = summary[baseline[name]]
         s["reset_plus_next_claim_ratio"] = (
-            s["reset_plus_next_claim_median_us"] / base["reset_plus_next_claim_median_us"]
+            s["reset_plus_next_claim_mean_us"] / base["reset_plus_next_claim_mean_us"]
         )
         print(
             f"{name:<26} {s['claim_first_median_us']:>7.0f} {s['claim_last_median_us']:>7.0f} "
-            f"{s['claim_p90_us']:>7.0f} {s['reset_plus_next_claim_median_us']:>12.0f} "
-            f"{s['reset_plus_next_claim_ratio']:>9.2f} {s['dead']:>7} {s['vacuums']:>8} "
-            f"{s['index_bytes'] / 1024:>9.0f}"
+            f"{s['claim_p90_us']:>7.0f} {s['reset_plus_next_claim_median_us']:>8.0f} "
+            f"{s['reset_plus_next_claim_mean_us']:>9.0f} {s['reset_plus_next_claim_ratio']:>9.2f} "
+            f"{s['dead']:>7} {s['vacuums']:>8} {s['index_bytes'] / 1024:>9.0f}"
         )
     return {
         "cycles": args.cycles,
         "warmup": w,
         "jobs": list(args.jobs),
         "connections": args.connections,
+        "vacuum_every": args.vacuum_every,
         "seed": args.seed,
         "methods": summary,
     }

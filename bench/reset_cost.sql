@@ -16,6 +16,10 @@ update leasecheck.clock set at = '2030-01-01 00:00:00+00'
 truncate receipts, jobs, leasecheck.effects restart identity;
 update leasecheck.clock set at = '2030-01-01 00:00:00+00'
 
+-- name: vacuum
+-- Reclaim the dead rows DELETE leaves, and their entries in jobs_claimable.
+vacuum jobs, receipts, leasecheck.effects
+
 -- name: dead_tuples
 -- Dead and live tuples of the jobs table, and the size of the index the claim scans.
 select coalesce(s.n_dead_tup, 0), coalesce(s.n_live_tup, 0),
