@@ -1,0 +1,26 @@
+-- name: install
+-- The adapter's own bookkeeping: which procrastinate worker row each simulated worker
+-- registered (the contract keeps no state between calls except in the database).
+create table leasecheck_procrastinate_worker (
+    name      text primary key,
+    worker_id bigint not null
+);
+
+-- name: reset
+-- Forget every job, event, worker and the adapter's worker map, between examples.
+delete from procrastinate_periodic_defers;
+delete from procrastinate_jobs;
+delete from procrastinate_workers;
+delete from leasecheck_procrastinate_worker
+
+-- name: worker_id
+-- The procrastinate worker row a simulated worker registered, if any.
+select worker_id from leasecheck_procrastinate_worker where name = %(name)s
+
+-- name: remember_worker
+-- Record the worker row a simulated worker just registered.
+insert into leasecheck_procrastinate_worker (name, worker_id) values (%(name)s, %(worker_id)s)
+
+-- name: worker_alive
+-- Whether procrastinate still has the worker's row (prune_stalled_workers deletes it).
+select 1 from procrastinate_workers where id = %(worker_id)s

@@ -1,0 +1,233 @@
+"""procrastinate 3.10 driven through the contract, by its own JobManager on the harness's connection.
+
+How procrastinate maps onto the contract (read from procrastinate 3.10's `manager.py`,
+`worker.py`, `retry.py`, `sql/schema.sql` and `sql/queries.sql`):
+
+- Claim: `JobManager.fetch_job` runs `procrastinate_fetch_job_v2`, a `FOR UPDATE OF jobs
+  SKIP LOCKED` pick of the best `todo` job, set to `doing` with the fetching worker's id.
+- Fencing token: none. Nothing a worker holds is compared when it finishes or retries a
+  job; the row's `attempts` (bumped by every retry) is the nearest thing, so the claim
+  carries it as its token, and it only grows (`ordered_tokens`).
+- Heartbeats: per worker, not per job. A worker registers a row in
+  `procrastinate_workers` and its heartbeat task bumps `last_heartbeat` every
+  `update_heartbeat_interval` (10 s). `heartbeat()` here is that call
+  (`JobManager.update_heartbeat`) for the claim's worker; it is accepted while the
+  worker's row exists, whichever job the caller asks about, because procrastinate
+  never looks at the job. `claim()` bumps the worker's heartbeat first: a live worker's
+  background heartbeat task keeps it fresh, so a fetching worker is never stale.
+- When a lease runs out: a job is stalled when its worker's heartbeat is older than
+  `seconds_since_heartbeat` (30 s, the harness's lease), or its worker row is gone.
+  Nothing reclaims it by itself: the documented recipe is a periodic task that calls
+  `get_stalled_jobs()` and `retry_job(job)` on each (back to `todo`, attempts + 1).
+  `claim()` performs that recovery before fetching, as a worker loop would, and, like
+  `Worker.run` when a worker starts, prunes stalled workers before registering one.
+- Completion is not fenced: `procrastinate_finish_job_v1` accepts any job in `todo` or
+  `doing`, whoever holds it, and raises otherwise; that raise is the rejection.
+  The harness's effect runs in the same transaction as `finish_job` (procrastinate's
+  own worker runs the task and `finish_job` in separate transactions; here it gets the
+  more favourable reading).
+- Retry cap: `RetryStrategy(max_attempts=N)` retries a failed task while
+  `job.attempts < N`, so a job runs at most N + 1 times when it fails; `fail()` asks
+  the strategy and then calls `retry_job` or `finish_job(failed)`, as the worker does.
+  Stall recovery calls `retry_job` unconditionally, so the cap does not bound stalls.
+- Time: every function and query says `now()` (column defaults too), which the
+  harness shadows, so no `advance_clock` is needed. `retry_job` defaults `retry_at`
+  to the wall clock's now, which is before the simulated epoch: due at once, as meant.
+
+The adapter adds no SQL of its own to the queue's logic: it runs procrastinate's
+`JobManager` coroutines over a connector pinned to the harness's connection
+(procrastinate's own `SyncPsycopgConnector.*_with_connection` code), and keeps only a
+map from the harness's worker names to procrastinate's worker ids
+(`adapters/procrastinate.sql`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import psycopg
+from procrastinate import connector, exceptions, jobs, manager, retry, schema
+from procrastinate.sync_psycopg_connector import SyncPsycopgConnector
+from psycopg import Connection
+
+from stateful.contract import Claim, Effect
+from stateful.sqlfile import load
+
+QUERIES = load(Path(__file__).with_name("procrastinate.sql"))
+QUEUE = "leasecheck"
+TASK = "leasecheck.job"
+T = TypeVar("T")
+
+
+class _Pinned:
+    """procrastinate's async connector interface, run on one psycopg connection.
+
+    It delegates to procrastinate's own `SyncPsycopgConnector` methods that take a
+    connection, so argument wrapping and result rows are procrastinate's.
+    """
+
+    def __init__(self, conn: Connection[Any]) -> None:
+        self._conn = conn
+        self._sync = SyncPsycopgConnector()
+
+    def get_sync_connector(self) -> SyncPsycopgConnector:
+        return self._sync
+
+    async def execute_query_async(self, query: Any, **arguments: Any) -> None:
+        self._sync.execute_query_all_with_connection(self._conn, query, **arguments)
+
+    async def execute_query_one_async(self, query: Any, **arguments: Any) -> dict[str, Any]:
+        return self._sync.execute_query_one_with_connection(self._conn, query, **arguments)
+
+    async def execute_query_all_async(self, query: Any, **arguments: Any) -> list[dict[str, Any]]:
+        return self._sync.execute_query_all_with_connection(self._conn, query, **arguments)
+
+
+def _manager(conn: Connection[Any]) -> manager.JobManager:
+    return manager.JobManager(cast(connector.BaseConnector, _Pinned(conn)))
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run one JobManager coroutine; hand psycopg's own error back to the harness.
+
+    procrastinate wraps every psycopg error in `ConnectorException`; the harness tells
+    a lost connection (`psycopg.OperationalError`) from a refusal, so unwrap it.
+    """
+    try:
+        return asyncio.run(coro)
+    except exceptions.ConnectorException as exc:
+        if isinstance(exc.__cause__, psycopg.Error):
+            raise exc.__cause__ from None
+        raise
+
+
+def _refused(exc: psycopg.Error) -> bool:
+    """Return whether `exc` is procrastinate refusing a job in the wrong status."""
+    return isinstance(exc, psycopg.errors.RaiseException) and "(job id:" in str(exc)
+
+
+class ProcrastinateQueue:
+    """procrastinate's worker protocol, one contract call at a time."""
+
+    name = "procrastinate"
+    ordered_tokens = True
+    heartbeats = True
+    held_transactions = True
+
+    def __init__(self, retries: int = 2) -> None:
+        self.strategy = retry.RetryStrategy(max_attempts=retries)
+        self.max_attempts: int | None = retries + 1
+
+    def install(self, conn: Connection[Any]) -> None:
+        with conn.transaction():
+            conn.execute(schema.SchemaManager.get_schema())
+            conn.execute(QUERIES["install"].text)
+
+    def reset(self, conn: Connection[Any]) -> None:
+        conn.execute(QUERIES["reset"].text)
+
+    def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> int:
+        job = jobs.Job(
+            id=None, queue=QUEUE, lock=None, queueing_lock=None, task_name=TASK, task_kwargs=payload
+        )
+        deferred = _manager(conn).batch_defer_jobs([job], connection=conn)
+        assert deferred[0].id is not None
+        return deferred[0].id
+
+    def _worker_id(self, conn: Connection[Any], worker: str, lease: timedelta) -> int:
+        """Return the procrastinate worker id of `worker`, starting the worker if it is new."""
+        row = conn.execute(QUERIES["worker_id"].text, {"name": worker}).fetchone()
+        if row is not None:
+            return int(row[0])
+        jm = _manager(conn)
+        _run(jm.prune_stalled_workers(lease.total_seconds()))
+        worker_id = _run(jm.register_worker())
+        conn.execute(QUERIES["remember_worker"].text, {"name": worker, "worker_id": worker_id})
+        return worker_id
+
+    def _retry_stalled(self, conn: Connection[Any], lease: timedelta) -> None:
+        """The documented periodic task: put every stalled job back to `todo`."""
+        jm = _manager(conn)
+        for job in _run(jm.get_stalled_jobs(seconds_since_heartbeat=lease.total_seconds())):
+            try:
+                with conn.transaction():
+                    _run(jm.retry_job(job))
+            except psycopg.Error as exc:
+                if not _refused(exc):  # another worker's recovery got there first
+                    raise
+
+    def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
+        jm = _manager(conn)
+        worker_id = self._worker_id(conn, worker, lease)
+        _run(jm.update_heartbeat(worker_id))
+        self._retry_stalled(conn, lease)
+        job = _run(jm.fetch_job(queues=[QUEUE], worker_id=worker_id))
+        if job is None:
+            return None
+        assert job.id is not None
+        return Claim(job_id=job.id, token=job.attempts, worker=worker)
+
+    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
+        row = conn.execute(QUERIES["worker_id"].text, {"name": claim.worker}).fetchone()
+        if row is None:
+            return False
+        worker_id = int(row[0])
+        _run(_manager(conn).update_heartbeat(worker_id))
+        alive = conn.execute(QUERIES["worker_alive"].text, {"worker_id": worker_id})
+        return alive.fetchone() is not None
+
+    def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
+        try:
+            with conn.transaction():
+                _run(
+                    _manager(conn).finish_job_by_id_async(
+                        job_id=int(claim.job_id), status=jobs.Status.SUCCEEDED, delete_job=False
+                    )
+                )
+                effect(conn)
+        except psycopg.Error as exc:
+            if _refused(exc):
+                return False
+            raise
+        return True
+
+    def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
+        job = jobs.Job(
+            id=int(claim.job_id),
+            queue=QUEUE,
+            lock=None,
+            queueing_lock=None,
+            task_name=TASK,
+            attempts=int(cast(int, claim.token)),
+        )
+        decision = self.strategy.get_retry_decision(exception=RuntimeError(error), job=job)
+        jm = _manager(conn)
+        try:
+            with conn.transaction():
+                if decision is not None:
+                    _run(
+                        jm.retry_job(
+                            job,
+                            retry_at=decision.retry_at,
+                            priority=decision.priority,
+                            queue=decision.queue,
+                            lock=decision.lock,
+                        )
+                    )
+                else:
+                    _run(jm.finish_job(job, status=jobs.Status.FAILED, delete_job=False))
+        except psycopg.Error as exc:
+            if _refused(exc):
+                return False
+            raise
+        return True
+
+    def effect_key(self, claim: Claim) -> str:
+        return f"procrastinate-job-{claim.job_id}"
+
+
+Queue = ProcrastinateQueue

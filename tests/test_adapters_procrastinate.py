@@ -1,0 +1,148 @@
+"""The procrastinate adapter against a real PostgreSQL: round trip, heartbeats, stale calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+pytest.importorskip(
+    "procrastinate", reason="procrastinate is not installed: pip install 'procrastinate==3.10.*'"
+)
+
+from adapters.procrastinate_queue import ProcrastinateQueue  # noqa: E402
+from dbfixtures import janitor  # noqa: E402
+from stateful import clock  # noqa: E402
+
+LEASE = timedelta(seconds=30)
+
+
+@pytest.fixture(scope="module")
+def adapter_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[str]:
+    """Return a DSN for a database of this module's own with procrastinate installed."""
+    with janitor.temporary(pg_server_dsn, f"{worker_id_label}_procrastinate") as dsn:
+        with clock.connect(dsn) as conn:
+            clock.install(conn)
+            ProcrastinateQueue().install(conn)
+        yield dsn
+
+
+@pytest.fixture
+def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
+    """Return a connection on simulated time with the queue and the clock reset."""
+    with clock.connect(adapter_dsn) as c:
+        ProcrastinateQueue().reset(c)
+        clock.reset(c)
+        yield c
+
+
+def _effect(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(
+        "insert into leasecheck.effects (call_id, job, token, worker) values (1, 'j', 't', 'w')"
+    )
+
+
+def _effects(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("select count(*) from leasecheck.effects").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _status(conn: psycopg.Connection[Any], job_id: object) -> str:
+    row = conn.execute("select status from procrastinate_jobs where id = %s", [job_id]).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_round_trip_enqueue_claim_complete(conn: psycopg.Connection[Any]) -> None:
+    """A job is handed out once, completes with its effect, and is not handed out again."""
+    q = ProcrastinateQueue()
+    job = q.enqueue(conn, {"n": 1})
+    claim = q.claim(conn, "a", LEASE)
+    assert claim is not None and claim.job_id == job and claim.token == 0
+    assert q.claim(conn, "b", LEASE) is None
+    assert q.complete(conn, claim, _effect)
+    assert _status(conn, job) == "succeeded" and _effects(conn) == 1
+    assert q.claim(conn, "b", LEASE) is None
+
+
+def test_a_live_worker_keeps_its_job(conn: psycopg.Connection[Any]) -> None:
+    """Heartbeats every 10 s keep a job from being taken back past the 30 s lease."""
+    q = ProcrastinateQueue()
+    q.enqueue(conn, {})
+    claim = q.claim(conn, "a", LEASE)
+    assert claim is not None
+    for _ in range(6):
+        clock.advance(conn, timedelta(seconds=10))
+        assert q.heartbeat(conn, claim, LEASE)
+    assert q.claim(conn, "b", LEASE) is None
+
+
+def test_a_silent_worker_loses_its_job_with_a_higher_attempt(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """Past the lease without a heartbeat, stall recovery hands the job to the next worker."""
+    q = ProcrastinateQueue()
+    job = q.enqueue(conn, {})
+    first = q.claim(conn, "a", LEASE)
+    clock.advance(conn, LEASE + timedelta(seconds=1))
+    second = q.claim(conn, "b", LEASE)
+    assert first is not None and second is not None
+    assert second.job_id == job and second.token == 1
+
+
+def test_a_stale_completion_is_accepted_and_the_owner_refused(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """procrastinate does not fence: the paused worker's late finish wins over the new owner."""
+    q = ProcrastinateQueue()
+    q.enqueue(conn, {})
+    stale = q.claim(conn, "a", LEASE)
+    clock.advance(conn, LEASE + timedelta(seconds=1))
+    owner = q.claim(conn, "b", LEASE)
+    assert stale is not None and owner is not None
+    assert not q.heartbeat(conn, stale, LEASE)  # b, starting, pruned the silent worker a
+    assert q.complete(conn, stale, _effect)
+    assert not q.complete(conn, owner, _effect)
+    assert _effects(conn) == 1
+
+
+def test_a_heartbeat_is_per_worker_not_per_job(conn: psycopg.Connection[Any]) -> None:
+    """A stalled worker that was not pruned still has its heartbeat accepted for a lost job."""
+    q = ProcrastinateQueue()
+    assert q.claim(conn, "b", LEASE) is None  # b starts before a's job exists
+    q.enqueue(conn, {})
+    stale = q.claim(conn, "a", LEASE)
+    clock.advance(conn, LEASE + timedelta(seconds=1))
+    owner = q.claim(conn, "b", LEASE)
+    assert stale is not None and owner is not None and owner.job_id == stale.job_id
+    assert q.heartbeat(conn, stale, LEASE)
+
+
+def test_a_refused_completion_leaves_no_effect(conn: psycopg.Connection[Any]) -> None:
+    """finish_job raises on a finished job, and the effect in its transaction rolls back."""
+    q = ProcrastinateQueue()
+    q.enqueue(conn, {})
+    claim = q.claim(conn, "a", LEASE)
+    assert claim is not None
+    assert q.complete(conn, claim, lambda c: None)
+    assert not q.complete(conn, claim, _effect)
+    assert _effects(conn) == 0
+
+
+def test_failures_retry_until_the_strategy_gives_up(conn: psycopg.Connection[Any]) -> None:
+    """RetryStrategy(max_attempts=2) runs a failing job three times, then fails it for good."""
+    q = ProcrastinateQueue(retries=2)
+    job = q.enqueue(conn, {})
+    tokens = []
+    for _ in range(3):
+        claim = q.claim(conn, "a", LEASE)
+        assert claim is not None
+        tokens.append(claim.token)
+        assert q.fail(conn, claim, "boom")
+    assert tokens == [0, 1, 2]
+    assert _status(conn, job) == "failed"
+    assert q.claim(conn, "a", LEASE) is None
