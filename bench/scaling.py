@@ -167,6 +167,7 @@ def grid(
         try:
             harness = Harness(queue=contract.load("reference.queue:ReferenceQueue"), pool=pool)
             harness.reset()
+            _measure(harness, machines[cells[0][0]], 20, cells[0][1])  # warm-up, not counted
             for r in range(repeats):
                 shift = r % len(cells)
                 for w, s in cells[shift:] + cells[:shift]:
@@ -177,14 +178,18 @@ def grid(
         key: {k: statistics.median(run[k] for run in runs) for k in runs[0]}
         for key, runs in raw.items()
     }
-    print(f"{'workers':>7} {'steps/ex':>8} {'steps/s':>8} {'ex/s':>7} {'s/ex vs 2 workers':>18}")
+    print(
+        f"{'workers':>7} {'max steps':>9} {'steps run':>9} {'steps/s':>8} {'ex/s':>7} "
+        f"{'s/ex vs fewest workers':>23}"
+    )
     for w, s in cells:
         m = medians[f"{w}x{s}"]
         base = medians.get(f"{min(machines)}x{s}", m)
         m["example_cost_vs_fewest_workers"] = base["examples_per_second"] / m["examples_per_second"]
         print(
-            f"{w or '2-5':>7} {s:>8} {m['steps_per_second']:>8.0f} "
-            f"{m['examples_per_second']:>7.1f} {m['example_cost_vs_fewest_workers']:>18.2f}"
+            f"{w or '2-5':>7} {s:>9} {m['steps'] / m['examples']:>9.1f} "
+            f"{m['steps_per_second']:>8.0f} {m['examples_per_second']:>7.1f} "
+            f"{m['example_cost_vs_fewest_workers']:>23.2f}"
         )
     return {"examples": examples, "repeats": repeats, "medians": medians, "raw": raw}
 
