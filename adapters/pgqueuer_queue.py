@@ -1,0 +1,207 @@
+"""pgqueuer 1.6 driven through the contract, by its own `Queries` on the harness's connection.
+
+How pgqueuer maps onto the contract (read from pgqueuer 1.6's `core/qm.py`,
+`core/executors.py`, `core/heartbeat.py`, `adapters/persistence/queries.py` and `qb.py`):
+
+- Claim: `Queries.dequeue` runs one statement that picks `queued` jobs with
+  `FOR UPDATE SKIP LOCKED` and, in the same statement, `picked` jobs whose `heartbeat`
+  is older than `heartbeat_timeout`, and sets them `picked` with `heartbeat = now()` and
+  the worker's `queue_manager_id`. So lease expiry and re-pick are built in: no
+  separate recovery call. `heartbeat_timeout` is the harness's lease (30 s, also
+  pgqueuer's default).
+- Fencing token: none. A re-pick of a stale job changes only `queue_manager_id` and the
+  timestamps (`attempts` grows only on a requested retry). The claim carries
+  `(queue_manager_id, attempts)`, what the row says about its holder, unordered.
+  The worker's queue manager id is derived from its name (uuid5), so it stays the same
+  across calls without state in the adapter.
+- Heartbeats: per job. The worker's `Heartbeat` task calls `Queries.update_heartbeat`
+  (`UPDATE ... SET heartbeat = now() WHERE id = ANY(...)`) every `heartbeat_timeout / 2`.
+  It does not check who holds the job; it is accepted when it updated the row.
+- Completion is not fenced: `Queries.log_jobs` deletes the job by id (and logs it),
+  whoever holds it; the statement's own row count says whether it found the job, and
+  that is the acceptance. The effect runs in the same transaction (pgqueuer's worker
+  runs the job and then `log_jobs` from a buffer, in separate transactions; here it
+  gets the more favourable reading).
+- Retry cap: `DatabaseRetryEntrypointExecutor(max_attempts=N)` turns a failure into
+  `retry_job` (back to `queued`, attempts + 1) while `job.attempts < N`, so a failing
+  job runs at most N + 1 times; after that the failure is logged (`exception`: the job
+  row is deleted). `fail()` runs that executor on a handler that raises. A stale re-pick
+  does not count as an attempt, so the cap does not bound re-picks. `retry_job` updates
+  by id with no status check either. The retry delay is configured to zero
+  (`initial_delay`), as procrastinate's default, so a retried job is due on the next tick.
+- Time: every statement says `NOW()` (and column defaults `now()`), which the harness
+  shadows, so no `advance_clock` is needed. `execute_after < NOW()` is strict and
+  `enqueue` sets `execute_after = NOW()`: on simulated time, which stands still between
+  steps, a job becomes claimable only once the clock has moved past its enqueue.
+
+The adapter adds no SQL: it calls pgqueuer's `Queries` coroutines through a driver
+that runs them on the harness's connection the way pgqueuer's own `SyncPsycopgDriver`
+does (raw `$n` placeholders, dict rows), and returns each statement's status line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Coroutine
+from datetime import timedelta
+from typing import Any, TypeVar, cast
+
+import anyio
+from pgqueuer import models
+from pgqueuer.errors import RetryRequested
+from pgqueuer.executors import DatabaseRetryEntrypointExecutor, EntrypointExecutorParameters
+from pgqueuer.queries import EntrypointExecutionParameter, Queries
+from psycopg import Connection, RawCursor
+from psycopg.rows import dict_row
+
+from stateful.contract import Claim, Effect
+
+ENTRYPOINT = "leasecheck"
+WORKERS = uuid.UUID("5f1d7c1e-58a4-4f7e-9a53-4c1f0b2f8a10")
+T = TypeVar("T")
+
+
+class _Driver:
+    """pgqueuer's driver interface on one sync psycopg connection; keeps the last status line."""
+
+    def __init__(self, conn: Connection[Any]) -> None:
+        self._conn = conn
+        self.status = ""
+
+    async def fetch(self, query: str, *args: object) -> list[dict[str, object]]:
+        cursor = RawCursor(self._conn, row_factory=dict_row)
+        cursor.execute(query, args or None)
+        self.status = cursor.statusmessage or ""
+        return cursor.fetchall()
+
+    async def execute(self, query: str, *args: object) -> str:
+        cursor = RawCursor(self._conn)
+        cursor.execute(query, args or None)
+        self.status = cursor.statusmessage or ""
+        return self.status
+
+
+def _queries(conn: Connection[Any]) -> tuple[Queries, _Driver]:
+    driver = _Driver(conn)
+    return Queries(cast(Any, driver)), driver
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def _rows(status: str) -> int:
+    """Return the row count of a status line such as 'INSERT 0 1' or 'UPDATE 1'."""
+    return int(status.split()[-1]) if status and status.split()[-1].isdigit() else 0
+
+
+def queue_manager_id(worker: str) -> uuid.UUID:
+    """Return the queue manager id of a simulated worker (stable for its name)."""
+    return uuid.uuid5(WORKERS, worker)
+
+
+def _job(claim: Claim) -> models.Job:
+    """The worker's in-memory job, as far as pgqueuer's failure path reads it."""
+    _, attempts = cast(tuple[str, int], claim.token)
+    return models.Job.model_construct(
+        id=int(claim.job_id), attempts=attempts, entrypoint=ENTRYPOINT
+    )
+
+
+class _Raised(Exception):
+    """The job handler's failure, as the harness reports it."""
+
+
+class PgQueuerQueue:
+    """pgqueuer's queue manager protocol, one contract call at a time."""
+
+    name = "pgqueuer"
+    ordered_tokens = False
+    heartbeats = True
+    held_transactions = True
+
+    def __init__(self, retries: int = 2) -> None:
+        self.retries = retries
+        self.max_attempts: int | None = retries + 1
+
+    def install(self, conn: Connection[Any]) -> None:
+        queries, _ = _queries(conn)
+        with conn.transaction():
+            _run(queries.install())
+
+    def reset(self, conn: Connection[Any]) -> None:
+        queries, _ = _queries(conn)
+        _run(queries.clear_queue())
+        _run(queries.clear_queue_log())
+        _run(queries.clear_statistics_log())
+
+    def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> int:
+        queries, _ = _queries(conn)
+        ids = _run(queries.enqueue(ENTRYPOINT, json.dumps(payload).encode()))
+        return int(ids[0])
+
+    def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
+        queries, _ = _queries(conn)
+        qm = queue_manager_id(worker)
+        picked = _run(
+            queries.dequeue(
+                batch_size=1,
+                entrypoints={ENTRYPOINT: EntrypointExecutionParameter(concurrency_limit=0)},
+                queue_manager_id=qm,
+                global_concurrency_limit=None,
+                heartbeat_timeout=lease,
+            )
+        )
+        if not picked:
+            return None
+        job = picked[0]
+        return Claim(job_id=int(job.id), token=(str(qm), job.attempts), worker=worker)
+
+    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
+        queries, driver = _queries(conn)
+        _run(queries.update_heartbeat([cast(Any, claim.job_id)]))
+        return _rows(driver.status) == 1
+
+    def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
+        queries, driver = _queries(conn)
+        with conn.transaction():
+            _run(queries.log_jobs([(_job(claim), "successful", None)]))
+            if _rows(driver.status) != 1:
+                return False
+            effect(conn)
+            return True
+
+    def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
+        job = _job(claim)
+        queries, driver = _queries(conn)
+
+        async def handler(_: models.Job) -> None:
+            raise _Raised(error)
+
+        executor = DatabaseRetryEntrypointExecutor(
+            parameters=EntrypointExecutorParameters(concurrency_limit=0, func=handler),
+            max_attempts=self.retries,
+            initial_delay=timedelta(0),
+        )
+
+        async def run_and_report() -> None:
+            context = models.Context(cancellation=anyio.CancelScope())
+            try:
+                await executor.execute(job, context)
+            except RetryRequested as retry:
+                record = models.TracebackRecord.from_exception(exc=retry, job_id=job.id)
+                await queries.retry_job(job, retry.delay, record)
+            except _Raised as exc:
+                record = models.TracebackRecord.from_exception(exc=exc, job_id=job.id)
+                await queries.log_jobs([(job, "exception", record)])
+
+        _run(run_and_report())
+        return _rows(driver.status) == 1
+
+    def effect_key(self, claim: Claim) -> str:
+        return f"pgqueuer-job-{claim.job_id}"
+
+
+Queue = PgQueuerQueue

@@ -1,0 +1,118 @@
+"""The pgqueuer adapter against a real PostgreSQL: round trip, heartbeats, stale calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+pytest.importorskip("pgqueuer", reason="pgqueuer is not installed: pip install 'pgqueuer==1.6.*'")
+
+from adapters.pgqueuer_queue import PgQueuerQueue  # noqa: E402
+from dbfixtures import janitor  # noqa: E402
+from stateful import clock  # noqa: E402
+
+LEASE = timedelta(seconds=30)
+TICK = timedelta(microseconds=1)
+
+
+@pytest.fixture(scope="module")
+def adapter_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[str]:
+    """Return a DSN for a database of this module's own with pgqueuer installed."""
+    with janitor.temporary(pg_server_dsn, f"{worker_id_label}_pgqueuer") as dsn:
+        with clock.connect(dsn) as conn:
+            clock.install(conn)
+            PgQueuerQueue().install(conn)
+        yield dsn
+
+
+@pytest.fixture
+def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
+    """Return a connection on simulated time with the queue and the clock reset."""
+    with clock.connect(adapter_dsn) as c:
+        PgQueuerQueue().reset(c)
+        clock.reset(c)
+        yield c
+
+
+def _effect(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(
+        "insert into leasecheck.effects (call_id, job, token, worker) values (1, 'j', 't', 'w')"
+    )
+
+
+def _effects(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("select count(*) from leasecheck.effects").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_job_is_due_only_after_the_clock_moves(conn: psycopg.Connection[Any]) -> None:
+    """`execute_after < NOW()` is strict: on frozen simulated time a fresh job waits a tick."""
+    q = PgQueuerQueue()
+    q.enqueue(conn, {})
+    assert q.claim(conn, "a", LEASE) is None
+    clock.advance(conn, TICK)
+    assert q.claim(conn, "a", LEASE) is not None
+
+
+def test_round_trip_enqueue_claim_complete(conn: psycopg.Connection[Any]) -> None:
+    """A job is handed out once, completes with its effect, and is gone afterwards."""
+    q = PgQueuerQueue()
+    job = q.enqueue(conn, {"n": 1})
+    clock.advance(conn, TICK)
+    claim = q.claim(conn, "a", LEASE)
+    assert claim is not None and claim.job_id == job
+    assert q.claim(conn, "b", LEASE) is None
+    assert q.complete(conn, claim, _effect)
+    assert _effects(conn) == 1
+    assert q.claim(conn, "b", LEASE) is None
+    assert not q.heartbeat(conn, claim, LEASE)
+
+
+def test_a_live_worker_keeps_its_job(conn: psycopg.Connection[Any]) -> None:
+    """Heartbeats every 10 s keep a job from being re-picked past the 30 s timeout."""
+    q = PgQueuerQueue()
+    q.enqueue(conn, {})
+    clock.advance(conn, TICK)
+    claim = q.claim(conn, "a", LEASE)
+    assert claim is not None
+    for _ in range(6):
+        clock.advance(conn, timedelta(seconds=10))
+        assert q.heartbeat(conn, claim, LEASE)
+    assert q.claim(conn, "b", LEASE) is None
+
+
+def test_a_stale_worker_is_neither_fenced_nor_refused(conn: psycopg.Connection[Any]) -> None:
+    """pgqueuer re-picks a silent job, but the old holder's heartbeat and completion still land."""
+    q = PgQueuerQueue()
+    q.enqueue(conn, {})
+    clock.advance(conn, TICK)
+    stale = q.claim(conn, "a", LEASE)
+    clock.advance(conn, LEASE + TICK)
+    owner = q.claim(conn, "b", LEASE)
+    assert stale is not None and owner is not None and owner.job_id == stale.job_id
+    assert owner.token != stale.token
+    assert q.heartbeat(conn, stale, LEASE)
+    assert q.complete(conn, stale, _effect)
+    assert not q.complete(conn, owner, _effect)
+    assert _effects(conn) == 1
+
+
+def test_failures_retry_until_the_executor_gives_up(conn: psycopg.Connection[Any]) -> None:
+    """DatabaseRetryEntrypointExecutor(max_attempts=2) runs a failing job three times."""
+    q = PgQueuerQueue(retries=2)
+    q.enqueue(conn, {})
+    attempts = []
+    for _ in range(3):
+        clock.advance(conn, TICK)
+        claim = q.claim(conn, "a", LEASE)
+        assert claim is not None
+        attempts.append(claim.token[1])  # type: ignore[index]
+        assert q.fail(conn, claim, "boom")
+    assert attempts == [0, 1, 2]
+    clock.advance(conn, TICK)
+    assert q.claim(conn, "a", LEASE) is None
