@@ -49,7 +49,7 @@ from datetime import timedelta
 from typing import Any, TypeVar, cast
 
 import anyio
-from pgqueuer import models
+from pgqueuer import models, types
 from pgqueuer.errors import RetryRequested
 from pgqueuer.executors import DatabaseRetryEntrypointExecutor, EntrypointExecutorParameters
 from pgqueuer.queries import EntrypointExecutionParameter, Queries
@@ -148,8 +148,12 @@ class PgQueuerQueue:
         picked = _run(
             queries.dequeue(
                 batch_size=1,
-                entrypoints={ENTRYPOINT: EntrypointExecutionParameter(concurrency_limit=0)},
-                queue_manager_id=qm,
+                entrypoints={
+                    types.QueueEntrypoint(ENTRYPOINT): EntrypointExecutionParameter(
+                        concurrency_limit=0
+                    )
+                },
+                queue_manager_id=types.QueueManagerId(qm),
                 global_concurrency_limit=None,
                 heartbeat_timeout=lease,
             )

@@ -1,4 +1,4 @@
-"""procrastinate 3.10 driven through the contract, by its own JobManager on the harness's connection.
+"""procrastinate 3.10 through the contract: its own JobManager on the harness's connection.
 
 How procrastinate maps onto the contract (read from procrastinate 3.10's `manager.py`,
 `worker.py`, `retry.py`, `sql/schema.sql` and `sql/queries.sql`):

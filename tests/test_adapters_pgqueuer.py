@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("pgqueuer", reason="pgqueuer is not installed: pip install 'pgqueuer==1.6.*'")
 
-from adapters.pgqueuer_queue import PgQueuerQueue  # noqa: E402
-from dbfixtures import janitor  # noqa: E402
-from stateful import clock  # noqa: E402
+from adapters.pgqueuer_queue import PgQueuerQueue
+from dbfixtures import janitor
+from stateful import clock
 
 LEASE = timedelta(seconds=30)
 TICK = timedelta(microseconds=1)

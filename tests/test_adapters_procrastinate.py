@@ -13,9 +13,9 @@ pytest.importorskip(
     "procrastinate", reason="procrastinate is not installed: pip install 'procrastinate==3.10.*'"
 )
 
-from adapters.procrastinate_queue import ProcrastinateQueue  # noqa: E402
-from dbfixtures import janitor  # noqa: E402
-from stateful import clock  # noqa: E402
+from adapters.procrastinate_queue import ProcrastinateQueue
+from dbfixtures import janitor
+from stateful import clock
 
 LEASE = timedelta(seconds=30)
 
