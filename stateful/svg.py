@@ -398,7 +398,7 @@ def render_svg(
         bar_top = top + _LABELS * _LEVEL
         height = lane_rows[lane] * _ROW + 4
         svg.add("line", x1=0, x2=f"{width:.0f}", y1=top - 3, y2=top - 3, stroke="#ccc")
-        svg.text(8, bar_top + 12, lane, size=11, font_weight="bold", fill=_INK)
+        svg.text(8, bar_top + 12, lane, size=11, font_weight="bold", fill=_INK, class_="lane")
         for worker, start, stop, why in p.pauses:
             if worker != lane:
                 continue
@@ -540,6 +540,13 @@ def _bar(
         fill=colour,
         fill_opacity=0.85,
         title=f"{what}: lease",
+        class_="lease",
+        data_worker=b.worker,
+        data_job=b.job,
+        data_token=b.token,
+        data_lease_end=b.lease_end,
+        data_ended=b.end_why or None,
+        data_hot="yes" if b.hot else None,
         **outline,
     )
     tail_to = end_x if end_x is not None else axis.col_x[last_col]
@@ -604,6 +611,7 @@ def _bar(
             accepted,
             stale or (b.hot and accepted and op == "complete"),
             col in b.voided,
+            tag=True,
         )
     svg.text(
         x0 + 2,
@@ -615,20 +623,44 @@ def _bar(
         stroke="white",
         stroke_width=2.5,
         paint_order="stroke",
+        class_="job-label",
     )
 
 
 def _bar_mark(
-    svg: _Svg, x: float, y: float, op: str, accepted: bool, hot: bool, void: bool
+    svg: _Svg,
+    x: float,
+    y: float,
+    op: str,
+    accepted: bool,
+    hot: bool,
+    void: bool,
+    *,
+    tag: bool = False,
 ) -> None:
-    """Draw a heartbeat tick, a completion or failure disc, or a sent effect, on a bar."""
+    """Draw a heartbeat tick, a completion or failure disc, or a sent effect, on a bar.
+
+    With `tag`, the mark carries a class (`complete accepted`, `heartbeat rejected`, ...)
+    so tools and tests can read the picture; legend samples carry none.
+    """
     cy = y + 7
     name, _, kind = op.partition(":")
+    outcome = kind or ("accepted" if accepted else "rejected")
+    cls = f"{name} {outcome}" + (" voided" if void else "") if tag else None
     title = f"{name} {'accepted' if accepted else 'rejected'}" + (f" ({kind})" if kind else "")
     if void:
         title += ", then rolled back"
     if hot:
-        svg.add("circle", cx=f"{x:.1f}", cy=cy, r=10, fill="none", stroke=_RED, stroke_width=2.5)
+        svg.add(
+            "circle",
+            cx=f"{x:.1f}",
+            cy=cy,
+            r=10,
+            fill="none",
+            stroke=_RED,
+            stroke_width=2.5,
+            class_="offending" if tag else None,
+        )
     if name == "heartbeat":
         colour = _OK if accepted else _RED
         svg.add(
@@ -640,11 +672,19 @@ def _bar_mark(
             stroke=colour,
             stroke_width=2.5,
             title=title,
+            class_=cls,
         )
     elif name == "complete":
         if kind:
             svg.add(
-                "circle", cx=f"{x:.1f}", cy=cy, r=6, fill="#fff3cd", stroke="#b8860b", title=title
+                "circle",
+                cx=f"{x:.1f}",
+                cy=cy,
+                r=6,
+                fill="#fff3cd",
+                stroke="#b8860b",
+                title=title,
+                class_=cls,
             )
             svg.text(x - 2.5, cy + 3.5, "?", size=9, fill="#b8860b", font_weight="bold")
         elif accepted:
@@ -657,6 +697,7 @@ def _bar_mark(
                 stroke="white",
                 stroke_dasharray="2 1.5" if void else None,
                 title=title,
+                class_=cls,
             )
             svg.add(
                 "path",
@@ -675,6 +716,7 @@ def _bar_mark(
                 stroke=_RED,
                 stroke_width=1.5,
                 title=title,
+                class_=cls,
             )
             svg.add(
                 "path",
@@ -690,6 +732,7 @@ def _bar_mark(
             fill="#f28e2b" if accepted else _GREY,
             stroke=_RED if not accepted else "white",
             title=title,
+            class_=cls,
         )
     else:  # a sent effect: an envelope, filled when the receiver took it
         svg.add(
@@ -701,6 +744,7 @@ def _bar_mark(
             fill="#1565c0" if accepted else _GREY,
             stroke="white",
             title=title,
+            class_=cls,
         )
 
 
@@ -860,8 +904,10 @@ def _caption(svg: _Svg, y: float, width: float, violation: str, prop: str | None
         fill="#fdecea",
         stroke=_RED,
         stroke_width=1.5,
+        class_="violation",
+        data_property=prop,
     )
-    svg.text(20, y + 18, head, size=12, font_weight="bold", fill=_RED)
+    svg.text(20, y + 18, head, size=12, font_weight="bold", fill=_RED, class_="violation-title")
     yy = y + 18
     if promise:
         yy += 14
@@ -876,7 +922,8 @@ def _caption(svg: _Svg, y: float, width: float, violation: str, prop: str | None
             font_size=10,
             fill=_INK,
             font_family="DejaVu Sans Mono, monospace",
-            xml_space="preserve",
+            style="white-space:pre",
+            class_="violation-text",
         )
     return y + height
 

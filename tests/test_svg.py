@@ -1,0 +1,208 @@
+"""The SVG timeline, read back as XML: lanes, lease bars, completions and the violation.
+
+The fixtures in tests/data are histories the machine wrote for real mutants
+(`.leasecheck/*.json`); the small hand-built ones pin down one rule each.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stateful.history import History
+from stateful.svg import load, main, render_svg
+
+DATA = Path(__file__).with_name("data")
+SECOND = 1_000_000
+LEASE = 30 * SECOND
+NS = "{http://www.w3.org/2000/svg}"
+FIXTURES = sorted(DATA.glob("*.json"))
+
+
+def _svg(history: History, violation: str | None = None, prop: str | None = None) -> ET.Element:
+    return ET.fromstring(render_svg(history, violation, prop, SECOND, LEASE).encode())
+
+
+def _classed(root: ET.Element, *classes: str) -> list[ET.Element]:
+    return [e for e in root.iter() if set(classes) <= set((e.get("class") or "").split())]
+
+
+def _fixture(path: Path) -> tuple[History, str | None, str | None, dict[str, Any]]:
+    history, violation, prop = load(path)
+    return history, violation, prop, json.loads(path.read_text())
+
+
+def _claims(raw: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(worker, job label, token) of every answered claim, read straight from the JSON."""
+    labels = {
+        str(e["value"]): e["job"]
+        for e in raw["history"]
+        if e["op"] == "enqueue" and e["kind"] == "ok"
+    }
+    return [
+        (e["worker"], labels[str(e["value"]["job_id"])], e["value"]["token"])
+        for e in raw["history"]
+        if e["op"] == "claim" and e["kind"] == "ok" and isinstance(e["value"], dict)
+    ]
+
+
+def test_fixtures_are_there() -> None:
+    """The real histories the other tests read are present (a missing one is not a pass)."""
+    assert len(FIXTURES) >= 3
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_one_lane_per_worker(path: Path) -> None:
+    """Every worker in the history gets one labelled lane; producer and clock get none."""
+    history, violation, prop, raw = _fixture(path)
+    workers = {e["worker"] for e in raw["history"]} - {"producer", "clock"}
+    lanes = [e.text for e in _classed(_svg(history, violation, prop), "lane")]
+    assert sorted(lanes) == sorted(workers)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_one_bar_per_claim_with_its_job(path: Path) -> None:
+    """Each answered claim is one lease bar, in its worker's lane, labelled with its job."""
+    history, violation, prop, raw = _fixture(path)
+    root = _svg(history, violation, prop)
+    bars = [
+        (b.get("data-worker"), b.get("data-job"), b.get("data-token"))
+        for b in _classed(root, "lease")
+    ]
+    assert sorted(bars) == sorted(_claims(raw))
+    labels = sorted(e.text or "" for e in _classed(root, "job-label"))
+    assert labels == sorted(f"{job} #{token}" for _, job, token in _claims(raw))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_completions_are_counted_by_outcome(path: Path) -> None:
+    """Accepted and rejected completions are drawn as many times as the history has them."""
+    history, violation, prop, raw = _fixture(path)
+    root = _svg(history, violation, prop)
+    done = [e for e in raw["history"] if e["op"] == "complete" and e["kind"] == "ok"]
+    assert len(_classed(root, "complete", "accepted")) == sum(e["value"] is True for e in done)
+    assert len(_classed(root, "complete", "rejected")) == sum(e["value"] is False for e in done)
+
+
+def test_naive_race_shows_two_accepted_completions_on_the_named_bars() -> None:
+    """The naive mutant's double completion: two bars of job1, both completions accepted."""
+    history, violation, prop, _ = _fixture(DATA / "naive-single-completion.json")
+    root = _svg(history, violation, prop)
+    hot = {
+        (b.get("data-worker"), b.get("data-job"), b.get("data-token"))
+        for b in _classed(root, "lease")
+        if b.get("data-hot")
+    }
+    assert hot == {("w0", "job1", "1"), ("w1", "job1", "2")}
+    assert len(_classed(root, "complete", "accepted")) == 2
+    assert len(_classed(root, "offending")) == 2
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_violation_caption_names_the_property(path: Path) -> None:
+    """The caption box carries the property id and every line of the violation text."""
+    history, violation, prop, _ = _fixture(path)
+    assert violation and prop
+    root = _svg(history, violation, prop)
+    [box] = _classed(root, "violation")
+    assert box.get("data-property") == prop
+    [title] = _classed(root, "violation-title")
+    assert prop in (title.text or "")
+    shown = " ".join((e.text or "").strip() for e in _classed(root, "violation-text"))
+    for line in violation.splitlines():
+        for word in line.split():
+            assert word in shown
+
+
+def test_no_caption_without_a_violation() -> None:
+    """A history drawn without a violation has no caption and no highlighted bar."""
+    history, _, _, _ = _fixture(DATA / "naive-single-completion.json")
+    root = _svg(history)
+    assert _classed(root, "violation") == []
+    assert not any(b.get("data-hot") for b in _classed(root, "lease"))
+
+
+def _claimed(h: History, worker: str, at: int, job: str = "job1", token: str = "1") -> None:
+    h.add(at, worker, "claim", "invoke")
+    h.add(at, worker, "claim", "ok", value={"job_id": 7, "token": token, "worker": worker})
+
+
+def _story() -> History:
+    h = History()
+    h.add(0, "producer", "enqueue", "invoke", job="job1")
+    h.add(0, "producer", "enqueue", "ok", job="job1", value=7)
+    _claimed(h, "w0", 0)
+    return h
+
+
+def test_accepted_heartbeat_extends_the_lease_and_a_refused_one_does_not() -> None:
+    """A heartbeat accepted at t moves the lease end to t + lease; a refused one leaves it."""
+    h = _story()
+    h.add(20 * SECOND, "w0", "heartbeat", "invoke", job="job1", token="1")
+    h.add(20 * SECOND, "w0", "heartbeat", "ok", job="job1", token="1", value=True)
+    h.add(40 * SECOND, "w0", "heartbeat", "invoke", job="job1", token="1")
+    h.add(40 * SECOND, "w0", "heartbeat", "ok", job="job1", token="1", value=False)
+    [bar] = _classed(_svg(h), "lease")
+    assert bar.get("data-lease-end") == str(50 * SECOND)
+    assert len(_classed(_svg(h), "heartbeat", "accepted")) == 1
+    assert len(_classed(_svg(h), "heartbeat", "rejected")) == 1
+
+
+def test_crash_ends_the_bar() -> None:
+    """A crashed worker's claim ends at the crash."""
+    h = _story()
+    h.add(5 * SECOND, "w0", "crash", "event", note="crashed; w0.2 starts")
+    [bar] = _classed(_svg(h), "lease")
+    assert bar.get("data-ended") == "crash"
+
+
+def test_rolled_back_claim_ends_at_the_rollback() -> None:
+    """A claim made inside a transaction that rolls back is dropped there."""
+    h = History()
+    h.add(0, "producer", "enqueue", "ok", job="job1", value=7)
+    h.add(0, "w0", "begin", "event")
+    _claimed(h, "w0", 0)
+    h.add(SECOND, "w0", "rollback", "event", note="rolled back by the worker")
+    [bar] = _classed(_svg(h), "lease")
+    assert bar.get("data-ended") == "rolled back"
+
+
+def test_hostile_text_stays_valid_xml() -> None:
+    """Notes, names and violation text with <&>"' are escaped, and read back intact."""
+    hostile = "<script>&\"'</script>"
+    h = History()
+    h.add(0, "producer", "enqueue", "ok", job="job<1>", value=7)
+    h.add(0, "w<0>&", "claim", "ok", value={"job_id": 7, "token": "'1'&", "worker": "w"})
+    h.add(0, "w<0>&", "pause", "event", note=hostile)
+    h.add(SECOND, "w<0>&", "cut", "event", note=hostile)
+    h.add(SECOND, "clock", "advance", "event", value=hostile)
+    root = _svg(h, f"[fencing] {hostile} w<0>&:job<1>#'1'&", "fencing")
+    text = " ".join(" ".join(e.itertext()) for e in root.iter())
+    assert hostile in text
+    assert [e.text for e in _classed(root, "lane")] == ["w<0>&"]
+    [bar] = _classed(root, "lease")
+    assert (bar.get("data-job"), bar.get("data-token")) == ("job<1>", "'1'&")
+
+
+def test_cli_writes_an_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m stateful.svg HISTORY.json -o OUT` writes a parseable picture."""
+    out = tmp_path / "out.svg"
+    assert main([str(DATA / "no-row-lock-exclusive-lease.json"), "-o", str(out)]) == 0
+    root = ET.parse(out).getroot()
+    assert root.tag == f"{NS}svg"
+    assert _classed(root, "violation")[0].get("data-property") == "exclusive-lease"
+
+
+def test_cli_rejects_a_file_that_is_not_a_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JSON file without a history list is refused with one line saying what is wrong."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"property": "fencing"}))
+    assert main([str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "'history' list" in err and len(err.splitlines()) == 1
