@@ -443,7 +443,9 @@ def render_svg(
             stroke_dasharray="6 3",
         )
         svg.text(vx + 4, body_bottom - 4, f"✗ {prop}", size=10, fill=_RED, font_weight="bold")
-    y = _legend(svg, body_bottom + 14, width)
+    y = _legend(
+        svg, body_bottom + 14, width, {op.split(":")[0] for b in p.bars for _, op, _ in b.marks}
+    )
     if violation or prop:
         y = _caption(svg, y + 8, width, violation or "", prop)
     head = (
@@ -475,7 +477,7 @@ def _defs(svg: _Svg, jobs: dict[str, str]) -> None:
             f"<pattern id='tail{i}' width='6' height='6' patternUnits='userSpaceOnUse' "
             f"patternTransform='rotate(45)'><rect width='6' height='6' fill='white'/>"
             f"<line x1='0' y1='0' x2='0' y2='6' stroke='{colour}' stroke-width='2.5'/></pattern>"
-            for i, colour in enumerate(jobs.values())
+            for i, colour in enumerate(list(jobs.values()) or [_PALETTE[0]])
         )
         + "</defs>"
     )
@@ -800,7 +802,8 @@ def _lane_mark(
         svg.text(x + 5, cy + 3.5, m.label, size=9, fill=colour)
 
 
-def _legend(svg: _Svg, y: float, width: float) -> float:
+def _legend(svg: _Svg, y: float, width: float, present: set[str]) -> float:
+    """Explain every kind of mark; failure and effect marks only when the picture has them."""
     svg.text(12, y + 4, "legend", size=10, font_weight="bold", fill=_INK)
     x = 70.0
     items: list[tuple[str, str]] = [
@@ -815,6 +818,10 @@ def _legend(svg: _Svg, y: float, width: float) -> float:
         ("crash", "crash"),
         ("named in the violation", "hot"),
     ]
+    if "fail" in present:
+        items.insert(5, ("failure report accepted / rejected", "fail"))
+    if "send" in present:
+        items.insert(5, ("effect sent / deduplicated", "send"))
     for label, kind in items:
         need = 30 + len(label) * 5.4 + 14
         if x + need > width - 10:
@@ -837,6 +844,9 @@ def _legend(svg: _Svg, y: float, width: float) -> float:
             svg.add("line", x1=x + 16, x2=x + 16, y1=y - 6, y2=y + 8, stroke=_RED, stroke_width=2.5)
         elif kind in ("ok", "no"):
             _bar_mark(svg, x + 12, y - 6, "complete", kind == "ok", False, False)
+        elif kind in ("fail", "send"):
+            _bar_mark(svg, x + 6, y - 6, kind, True, False, False)
+            _bar_mark(svg, x + 20, y - 6, kind, False, False, False)
         elif kind == "ghost":
             svg.add(
                 "rect",
