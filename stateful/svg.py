@@ -33,7 +33,7 @@ STRIP = ("producer", "clock")
 """Lanes drawn as one thin strip at the top: they hold no leases."""
 
 _PALETTE = ("#4e79a7", "#f28e2b", "#b07aa1", "#9c755f", "#76b7b2", "#d4a017", "#ff9da7", "#2f4b7c")
-_OK, _NO, _RED, _GREY, _INK = "#2e9e44", "#9e9e9e", "#d32f2f", "#e6e6e6", "#222222"
+_OK, _RED, _GREY, _INK = "#2e9e44", "#d32f2f", "#e6e6e6", "#222222"
 _LEFT, _STEP, _GAP_MIN, _GAP_LOG = 84, 26, 16, 36
 _ROW, _LEVEL, _LABELS = 18, 11, 2
 _FONT = "font-family='DejaVu Sans, Verdana, sans-serif'"
@@ -92,132 +92,148 @@ def _time(us: float, second: int) -> str:
 
 def _parse(history: History, lease: int) -> _Parsed:
     """Walk the history once: columns, bars with their ends, lane markers."""
-    p = _Parsed()
-    ids: dict[str, str] = {}
-    invoked: dict[tuple[str, str, str | None, str | None], float] = {}
-    blocked: dict[tuple[str, str], int] = {}
-    open_bars: dict[str, list[_Bar]] = {}
-    txn: dict[str, tuple[list[_Bar], list[_Bar]]] = {}
-    paused: dict[str, tuple[int, str]] = {}
-
-    def bar_of(e: Event) -> _Bar | None:
-        for b in reversed(open_bars.get(e.worker, [])):
-            if b.job == e.job and (e.token is None or b.token == e.token):
-                return b
-        return None
-
-    def end(b: _Bar, col: int, why: str) -> None:
-        b.end_col, b.end_why = col, why
-        open_bars[b.worker].remove(b)
-        if b.worker in txn:
-            txn[b.worker][1].append(b)
-
+    reader = _Reader(lease)
     for e in history.events:
+        reader.read(e)
+    return reader.done()
+
+
+_Key = tuple[str, str, str | None, str | None]
+
+
+class _Reader:
+    """What the history has said so far: open bars, transactions, pauses, blocked calls."""
+
+    def __init__(self, lease: int) -> None:
+        self.lease = lease
+        self.p = _Parsed()
+        self.ids: dict[str, str] = {}
+        self.invoked: dict[_Key, float] = {}
+        self.blocked: dict[tuple[str, str], int] = {}
+        self.open: dict[str, list[_Bar]] = {}
+        self.txn: dict[str, tuple[list[_Bar], list[_Bar]]] = {}
+        self.paused: dict[str, tuple[int, str]] = {}
+
+    def read(self, e: Event) -> None:
+        p = self.p
         if e.worker not in STRIP and e.worker not in p.lanes:
             p.lanes.append(e.worker)
         key = (e.worker, e.op, e.job, e.token)
         if e.kind == "invoke":
-            invoked[key] = e.at
-            continue
+            self.invoked[key] = e.at
+            return
         col = len(p.cols)
         p.cols.append(e)
-        sent = invoked.get(key, e.at)
-        waited = blocked.pop((e.worker, e.op), None) if e.kind != "event" else None
+        sent = self.invoked.get(key, e.at)  # the oracle dates a call by when it was sent
+        waited = self.blocked.pop((e.worker, e.op), None) if e.kind != "event" else None
         if e.op == "enqueue" and e.kind == "ok":
-            ids[str(e.value)] = e.job or "?"
-            p.jobs.setdefault(e.job or "?", _PALETTE[len(p.jobs) % len(_PALETTE)])
+            self.ids[str(e.value)] = self._job(e.job or "?")
             p.marks.append(_Mark(col, e.worker, "enqueue", f"+{e.job}", f"enqueue {e.job}"))
         elif e.op == "claim" and e.kind == "ok" and isinstance(e.value, dict):
-            job = ids.get(str(e.value.get("job_id")), f"job?{e.value.get('job_id')}")
-            p.jobs.setdefault(job, _PALETTE[len(p.jobs) % len(_PALETTE)])
-            b = _Bar(e.worker, job, e.value.get("token"), col, int(sent) + lease, waited)
+            job_id = e.value.get("job_id")
+            job = self._job(self.ids.get(str(job_id), f"job?{job_id}"))
+            b = _Bar(e.worker, job, e.value.get("token"), col, int(sent) + self.lease, waited)
             p.bars.append(b)
-            open_bars.setdefault(e.worker, []).append(b)
-            if e.worker in txn:
-                txn[e.worker][0].append(b)
-        elif e.op in ("heartbeat", "complete", "fail", "send") and e.kind != "event":
-            held = bar_of(e)
-            accepted = e.value is True or (
-                isinstance(e.value, dict) and bool(e.value.get("accepted"))
-            )
-            op = e.op if e.kind == "ok" else f"{e.op}:{e.kind}"
-            if held is None:
-                p.marks.append(_Mark(col, e.worker, "loose", e.op, f"{e.op} {e.job} ({e.kind})"))
-            else:
-                held.marks.append((col, op, accepted))
-                if e.op == "heartbeat" and accepted:
-                    held.lease_end = max(held.lease_end, int(sent) + lease)
-                elif e.op in ("complete", "fail"):
-                    end(held, col, e.op)
-            if waited is not None:
-                p.waits.append((e.worker, waited, col))
+            self.open.setdefault(e.worker, []).append(b)
+            if e.worker in self.txn:
+                self.txn[e.worker][0].append(b)
         elif e.op == "claim" and e.kind == "ok":
             p.marks.append(_Mark(col, e.worker, "loose", "none", "claim: nothing to claim"))
-        elif e.kind in ("fail", "info"):
-            p.marks.append(_Mark(col, e.worker, "loose", e.op, f"{e.op} {e.kind}: {e.note}"))
+        elif e.op in ("heartbeat", "complete", "fail", "send") and e.kind != "event":
+            self._on_bar(e, col, int(sent), waited)
         elif e.kind == "event":
-            _event(p, e, col, blocked, open_bars, txn, paused, end)
+            self._event(e, col)
         else:
-            p.marks.append(_Mark(col, e.worker, "loose", e.op, f"{e.op} {e.kind} {e.value}"))
-    for worker, (start, why) in paused.items():
-        p.pauses.append((worker, start, None, why))
-    return p
+            title = f"{e.op} {e.kind}: {e.note or e.value}"
+            p.marks.append(_Mark(col, e.worker, "loose", e.op, title))
 
+    def done(self) -> _Parsed:
+        for worker, (start, why) in self.paused.items():
+            self.p.pauses.append((worker, start, None, why))
+        return self.p
 
-def _event(
-    p: _Parsed,
-    e: Event,
-    col: int,
-    blocked: dict[tuple[str, str], int],
-    open_bars: dict[str, list[_Bar]],
-    txn: dict[str, tuple[list[_Bar], list[_Bar]]],
-    paused: dict[str, tuple[int, str]],
-    end: Any,
-) -> None:
-    """Handle one `event` line: pauses, crashes, cuts, transactions, blocked calls."""
-    title = " ".join(str(x) for x in (e.op, e.job or "", e.value or "", e.note) if x)
-    if e.worker == "clock":
-        p.marks.append(
-            _Mark(col, e.worker, "advance", f"→{e.value}", f"clock advances to {e.value}")
-        )
-    elif e.op == "pause":
-        paused[e.worker] = (col, e.note or "paused")
-        p.marks.append(_Mark(col, e.worker, "pause", e.note or "pause", title))
-    elif e.op == "resume":
-        start, why = paused.pop(e.worker, (col, "paused"))
-        p.pauses.append((e.worker, start, col, why))
-        p.marks.append(_Mark(col, e.worker, "resume", "resume", title))
-    elif e.op == "crash":
-        for b in list(open_bars.get(e.worker, [])):
-            end(b, col, "crash")
-        if e.worker in paused:
-            start, why = paused.pop(e.worker)
-            p.pauses.append((e.worker, start, col, why))
-        p.marks.append(_Mark(col, e.worker, "crash", "crash", title))
-    elif e.op == "begin":
-        txn[e.worker] = ([], [])
-        p.marks.append(_Mark(col, e.worker, "txn", "begin", title))
-    elif e.op in ("commit", "rollback"):
-        claimed, ended = txn.pop(e.worker, ([], []))
-        if e.op == "rollback":
-            for b in ended:  # its completion or failure was undone: the worker holds it again
-                if b.end_why in ("complete", "fail") and b.end_col is not None:
-                    b.voided.add(b.end_col)
-                    b.end_col, b.end_why = None, ""
-                    open_bars.setdefault(b.worker, []).append(b)
-            for b in claimed:
-                if b.end_col is None:
-                    end(b, col, "rolled back")
-        p.marks.append(_Mark(col, e.worker, "txn", e.op, title))
-    elif e.note.startswith("blocked"):
-        blocked[(e.worker, e.op)] = col
-        p.marks.append(_Mark(col, e.worker, "blocked", f"{e.op} waits", title))
-    elif e.note.startswith("cancelled"):
-        p.marks.append(_Mark(col, e.worker, "cancel", f"{e.op} cancelled", title))
-    elif e.op == "cut":
-        p.marks.append(_Mark(col, e.worker, "cut", "cut", title))
-    else:
-        p.marks.append(_Mark(col, e.worker, "event", e.op, title))
+    def _job(self, label: str) -> str:
+        self.p.jobs.setdefault(label, _PALETTE[len(self.p.jobs) % len(_PALETTE)])
+        return label
+
+    def _bar_of(self, e: Event) -> _Bar | None:
+        for b in reversed(self.open.get(e.worker, [])):
+            if b.job == e.job and (e.token is None or b.token == e.token):
+                return b
+        return None
+
+    def _end(self, b: _Bar, col: int, why: str) -> None:
+        b.end_col, b.end_why = col, why
+        self.open[b.worker].remove(b)
+        if b.worker in self.txn:
+            self.txn[b.worker][1].append(b)
+
+    def _on_bar(self, e: Event, col: int, sent: int, waited: int | None) -> None:
+        """A heartbeat, completion, failure or sent effect of a claim the worker holds."""
+        held = self._bar_of(e)
+        value = e.value
+        accepted = value is True or (isinstance(value, dict) and bool(value.get("accepted")))
+        op = e.op if e.kind == "ok" else f"{e.op}:{e.kind}"
+        if held is None:
+            title = f"{e.op} {e.job} ({e.kind})"
+            self.p.marks.append(_Mark(col, e.worker, "loose", e.op, title))
+        else:
+            held.marks.append((col, op, accepted))
+            if e.op == "heartbeat" and accepted:
+                held.lease_end = max(held.lease_end, sent + self.lease)
+            elif e.op in ("complete", "fail"):
+                self._end(held, col, e.op)
+        if waited is not None:
+            self.p.waits.append((e.worker, waited, col))
+
+    def _event(self, e: Event, col: int) -> None:
+        """Handle one `event` line: pauses, crashes, cuts, transactions, blocked calls."""
+        p, w = self.p, e.worker
+        title = " ".join(str(x) for x in (e.op, e.job or "", e.value or "", e.note) if x)
+        kind, label = "event", e.op
+        if w == "clock":
+            kind, label, title = "advance", f"→{e.value}", f"clock advances to {e.value}"
+        elif e.op == "pause":
+            self.paused[w] = (col, e.note or "paused")
+            kind, label = "pause", e.note or "pause"
+        elif e.op == "resume":
+            start, why = self.paused.pop(w, (col, "paused"))
+            p.pauses.append((w, start, col, why))
+            kind = "resume"
+        elif e.op == "crash":
+            for b in list(self.open.get(w, [])):
+                self._end(b, col, "crash")
+            if w in self.paused:
+                start, why = self.paused.pop(w)
+                p.pauses.append((w, start, col, why))
+            kind = "crash"
+        elif e.op == "begin":
+            self.txn[w] = ([], [])
+            kind = "txn"
+        elif e.op in ("commit", "rollback"):
+            claimed, ended = self.txn.pop(w, ([], []))
+            if e.op == "rollback":
+                self._roll_back(claimed, ended, col)
+            kind = "txn"
+        elif e.note.startswith("blocked"):
+            self.blocked[(w, e.op)] = col
+            kind, label = "blocked", f"{e.op} waits"
+        elif e.note.startswith("cancelled"):
+            kind, label = "cancel", f"{e.op} cancelled"
+        elif e.op == "cut":
+            kind = "cut"
+        p.marks.append(_Mark(col, w, kind, label, title))
+
+    def _roll_back(self, claimed: list[_Bar], ended: list[_Bar], col: int) -> None:
+        """Undo a transaction: its claims are dropped, its completions and failures undone."""
+        for b in ended:
+            if b.end_why in ("complete", "fail") and b.end_col is not None:
+                b.voided.add(b.end_col)
+                b.end_col, b.end_why = None, ""
+                self.open.setdefault(b.worker, []).append(b)
+        for b in claimed:
+            if b.end_col is None:
+                self._end(b, col, "rolled back")
 
 
 def _order(lanes: list[str]) -> list[str]:
