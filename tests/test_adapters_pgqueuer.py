@@ -11,12 +11,31 @@ import pytest
 
 pytest.importorskip("pgqueuer", reason="pgqueuer is not installed: pip install 'pgqueuer==1.6.*'")
 
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
 from adapters.pgqueuer_queue import PgQueuerQueue
 from dbfixtures import janitor
-from stateful import clock
+from stateful import actors, clock
+from stateful.machine import Harness, LeaseMachine
+from stateful.properties import PropertyViolated
 
 LEASE = timedelta(seconds=30)
 TICK = timedelta(microseconds=1)
+GIVEN_UP = frozenset({"fencing", "exclusive-lease", "no-lost-jobs", "retry-cap"})
+"""What pgqueuer does not promise: no fencing token (so a stale worker's retry or
+completion lands on a job someone else holds, which breaks exclusivity and
+bookkeeping), and a retry cap that counts failures but not re-picks."""
+BUDGET = settings(
+    max_examples=100,
+    stateful_step_count=30,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=(Phase.generate,),
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +46,16 @@ def adapter_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[str]:
             clock.install(conn)
             PgQueuerQueue().install(conn)
         yield dsn
+
+
+@pytest.fixture
+def pool(adapter_dsn: str) -> Iterator[actors.Pool]:
+    """Return the machine's connection pool on the adapter's database."""
+    pool = actors.Pool(adapter_dsn)
+    try:
+        yield pool
+    finally:
+        pool.close()
 
 
 @pytest.fixture
@@ -116,3 +145,34 @@ def test_failures_retry_until_the_executor_gives_up(conn: psycopg.Connection[Any
     assert attempts == [0, 1, 2]
     clock.advance(conn, TICK)
     assert q.claim(conn, "a", LEASE) is None
+
+
+def test_re_picks_do_not_count_against_the_retry_cap(conn: psycopg.Connection[Any]) -> None:
+    """A job whose workers keep going silent is picked again and again at attempt 0."""
+    q = PgQueuerQueue(retries=2)
+    q.enqueue(conn, {})
+    clock.advance(conn, TICK)
+    tokens = []
+    for worker in ("a", "b", "c", "d"):
+        claim = q.claim(conn, worker, LEASE)
+        assert claim is not None
+        tokens.append(claim.token[1])  # type: ignore[index]
+        clock.advance(conn, LEASE + TICK)
+    assert tokens == [0, 0, 0, 0]
+    assert q.max_attempts == 3
+
+
+def test_the_machine_finds_what_pgqueuer_gives_up(pool: actors.Pool) -> None:
+    """Within a fixed budget the machine stops on one of the properties pgqueuer gives up."""
+    harness = Harness(queue=PgQueuerQueue(), pool=pool)
+    harness.reset()
+    with pytest.raises(PropertyViolated) as caught:
+        run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
+    assert caught.value.violation.prop in GIVEN_UP, caught.value.violation
+
+
+def test_pgqueuer_keeps_every_other_property(pool: actors.Pool) -> None:
+    """With those excused, the same budget finds no double completion or leaked effect."""
+    harness = Harness(queue=PgQueuerQueue(), pool=pool, excused=GIVEN_UP)
+    harness.reset()
+    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)

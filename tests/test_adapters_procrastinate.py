@@ -13,11 +13,30 @@ pytest.importorskip(
     "procrastinate", reason="procrastinate is not installed: pip install 'procrastinate==3.10.*'"
 )
 
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
 from adapters.procrastinate_queue import ProcrastinateQueue
 from dbfixtures import janitor
-from stateful import clock
+from stateful import actors, clock
+from stateful.machine import Harness, LeaseMachine
+from stateful.properties import PropertyViolated
 
 LEASE = timedelta(seconds=30)
+GIVEN_UP = frozenset({"fencing", "exclusive-lease", "owner-progress", "retry-cap"})
+"""What procrastinate does not promise: no fencing token (so a stale worker's retry puts
+back a job someone else holds), stall recovery apart from the fetch, and a retry cap
+that counts failures but not stalls (see the adapter's docstring)."""
+BUDGET = settings(
+    max_examples=100,
+    stateful_step_count=30,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=(Phase.generate,),
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +47,16 @@ def adapter_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[str]:
             clock.install(conn)
             ProcrastinateQueue().install(conn)
         yield dsn
+
+
+@pytest.fixture
+def pool(adapter_dsn: str) -> Iterator[actors.Pool]:
+    """Return the machine's connection pool on the adapter's database."""
+    pool = actors.Pool(adapter_dsn)
+    try:
+        yield pool
+    finally:
+        pool.close()
 
 
 @pytest.fixture
@@ -146,3 +175,33 @@ def test_failures_retry_until_the_strategy_gives_up(conn: psycopg.Connection[Any
     assert tokens == [0, 1, 2]
     assert _status(conn, job) == "failed"
     assert q.claim(conn, "a", LEASE) is None
+
+
+def test_stall_recovery_is_not_capped(conn: psycopg.Connection[Any]) -> None:
+    """The documented recovery retries a stalled job past RetryStrategy's cap."""
+    q = ProcrastinateQueue(retries=2)
+    q.enqueue(conn, {})
+    tokens = []
+    for worker in ("a", "b", "c", "d"):
+        claim = q.claim(conn, worker, LEASE)
+        assert claim is not None
+        tokens.append(claim.token)
+        clock.advance(conn, LEASE + timedelta(seconds=1))
+    assert tokens == [0, 1, 2, 3]
+    assert q.max_attempts == 3
+
+
+def test_the_machine_finds_what_procrastinate_gives_up(pool: actors.Pool) -> None:
+    """Within a fixed budget the machine stops on one of the properties procrastinate gives up."""
+    harness = Harness(queue=ProcrastinateQueue(), pool=pool)
+    harness.reset()
+    with pytest.raises(PropertyViolated) as caught:
+        run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
+    assert caught.value.violation.prop in GIVEN_UP, caught.value.violation
+
+
+def test_procrastinate_keeps_every_other_property(pool: actors.Pool) -> None:
+    """With those excused, the same budget finds no double completion, lost job or overlap."""
+    harness = Harness(queue=ProcrastinateQueue(), pool=pool, excused=GIVEN_UP)
+    harness.reset()
+    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
