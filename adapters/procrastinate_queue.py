@@ -81,10 +81,16 @@ class _Pinned:
         self._sync.execute_query_all_with_connection(self._conn, query, **arguments)
 
     async def execute_query_one_async(self, query: Any, **arguments: Any) -> dict[str, Any]:
-        return self._sync.execute_query_one_with_connection(self._conn, query, **arguments)
+        row: dict[str, Any] = self._sync.execute_query_one_with_connection(
+            self._conn, query, **arguments
+        )
+        return row
 
     async def execute_query_all_async(self, query: Any, **arguments: Any) -> list[dict[str, Any]]:
-        return self._sync.execute_query_all_with_connection(self._conn, query, **arguments)
+        rows: list[dict[str, Any]] = self._sync.execute_query_all_with_connection(
+            self._conn, query, **arguments
+        )
+        return rows
 
 
 def _manager(conn: Connection[Any]) -> manager.JobManager:
@@ -136,7 +142,7 @@ class ProcrastinateQueue:
         )
         deferred = _manager(conn).batch_defer_jobs([job], connection=conn)
         assert deferred[0].id is not None
-        return deferred[0].id
+        return int(deferred[0].id)
 
     def _worker_id(self, conn: Connection[Any], worker: str, lease: timedelta) -> int:
         """Return the procrastinate worker id of `worker`, starting the worker if it is new."""
@@ -147,7 +153,7 @@ class ProcrastinateQueue:
         _run(jm.prune_stalled_workers(lease.total_seconds()))
         worker_id = _run(jm.register_worker())
         conn.execute(QUERIES["remember_worker"].text, {"name": worker, "worker_id": worker_id})
-        return worker_id
+        return int(worker_id)
 
     def _retry_stalled(self, conn: Connection[Any], lease: timedelta) -> None:
         """The documented periodic task: put every stalled job back to `todo`."""
