@@ -21,6 +21,11 @@ How procrastinate maps onto the contract (read from procrastinate 3.10's `manage
   `get_stalled_jobs()` and `retry_job(job)` on each (back to `todo`, attempts + 1).
   `claim()` performs that recovery before fetching, as a worker loop would, and, like
   `Worker.run` when a worker starts, prunes stalled workers before registering one.
+  Recovery and fetch are separate transactions, so a recovered job can sit in `todo`
+  with nobody holding it; its late owner's `retry_job` is then refused (its
+  `finish_job` would be accepted). A worker pruned while it was paused stays pruned:
+  its heartbeats update nothing and its next `fetch_job` violates the foreign key to
+  `procrastinate_workers`, as procrastinate's own worker would (it never re-registers).
 - Completion is not fenced: `procrastinate_finish_job_v1` accepts any job in `todo` or
   `doing`, whoever holds it, and raises otherwise; that raise is the rejection.
   The harness's effect runs in the same transaction as `finish_job` (procrastinate's
