@@ -33,7 +33,7 @@ class Timing:
     """Shortest slow job, in leases."""
     slow_max: float = 1.6
     """Longest slow job, in leases."""
-    gap: float = 0.5
+    gap: float = 1.0
     """Mean time between two faults (exponentially distributed)."""
     pause_min: float = 0.2
     """Shortest pause, in leases."""

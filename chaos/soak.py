@@ -2,6 +2,7 @@
 
     python -m chaos.soak [--mode fenced|naive|heartbeat] [--workers N] [--jobs M]
         [--seed S] [--time-limit SECONDS] [--drain-seconds SECONDS] [--lease SECONDS]
+        [--fault-gap SECONDS]
         [--expect clean|duplicates] [--json PATH] [--pg-dsn DSN] [--logs DIR]
 
 It starts a private embedded PostgreSQL (or uses --pg-dsn, where it only creates and
@@ -293,6 +294,9 @@ def parse(argv: list[str] | None) -> tuple[Options, Path | None]:
     )
     p.add_argument("--lease", type=_positive, default=1.0, help="lease in seconds (1)")
     p.add_argument(
+        "--fault-gap", type=_positive, default=1.0, help="mean seconds between faults (1)"
+    )
+    p.add_argument(
         "--expect",
         choices=EXPECTATIONS,
         help="what exit status 0 requires: clean (default for fenced) or duplicates "
@@ -318,7 +322,7 @@ def parse(argv: list[str] | None) -> tuple[Options, Path | None]:
         expect=expect,
         pg_dsn=ns.pg_dsn,
         logs=ns.logs,
-        timing=replace(plans.Timing(), lease=ns.lease),
+        timing=replace(plans.Timing(), lease=ns.lease, gap=ns.fault_gap),
     )
     return opts, ns.json
 
