@@ -29,6 +29,9 @@ How pgqueuer maps onto the contract (read from pgqueuer 1.6's `core/qm.py`,
   does not count as an attempt, so the cap does not bound re-picks. `retry_job` updates
   by id with no status check either. The retry delay is configured to zero
   (`initial_delay`), as procrastinate's default, so a retried job is due on the next tick.
+- Held transactions: none. pgqueuer's drivers refuse a connection without autocommit
+  ("required for proper operation of PgQueuer"): every call is its own transaction, so
+  `held_transactions = False`.
 - Time: every statement says `NOW()` (and column defaults `now()`), which the harness
   shadows, so no `advance_clock` is needed. `execute_after < NOW()` is strict and
   `enqueue` sets `execute_after = NOW()`: on simulated time, which stands still between
@@ -120,7 +123,7 @@ class PgQueuerQueue:
     name = "pgqueuer"
     ordered_tokens = False
     heartbeats = True
-    held_transactions = True
+    held_transactions = False
 
     def __init__(self, retries: int = 2) -> None:
         self.retries = retries

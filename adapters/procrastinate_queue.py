@@ -35,6 +35,10 @@ How procrastinate maps onto the contract (read from procrastinate 3.10's `manage
   `job.attempts < N`, so a job runs at most N + 1 times when it fails; `fail()` asks
   the strategy and then calls `retry_job` or `finish_job(failed)`, as the worker does.
   Stall recovery calls `retry_job` unconditionally, so the cap does not bound stalls.
+- Held transactions: none. procrastinate's worker runs each JobManager call on a pool
+  connection of its own, committed at once; it never fetches, heartbeats or finishes
+  inside a transaction its caller holds open, so `held_transactions = False` (held
+  open, its prune and a worker's heartbeat deadlock on the workers/jobs foreign key).
 - Time: every function and query says `now()` (column defaults too), which the
   harness shadows, so no `advance_clock` is needed. `retry_job` defaults `retry_at`
   to the wall clock's now, which is before the simulated epoch: due at once, as meant.
@@ -127,7 +131,7 @@ class ProcrastinateQueue:
     name = "procrastinate"
     ordered_tokens = True
     heartbeats = True
-    held_transactions = True
+    held_transactions = False
 
     def __init__(self, retries: int = 2) -> None:
         self.strategy = retry.RetryStrategy(max_attempts=retries)
