@@ -67,6 +67,10 @@ class Database:
         """Terminate the backends of one worker process; return how many ended."""
         return int(self._one("cut_worker", {"application_name": application_name})[0])
 
+    def duplicates_from(self, worker_prefix: str) -> int:
+        """Return how many jobs with duplicate receipts had one from workers named so."""
+        return int(self._one("duplicate_receipts_from", {"prefix": worker_prefix})[0])
+
     def outcome(self) -> Outcome:
         """Count what happened to the jobs."""
         rows = self._all("tally", {})

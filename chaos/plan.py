@@ -75,20 +75,20 @@ class Plan:
 def make(seed: int, workers: int, timing: Timing, seconds: float, restart: bool) -> Plan:
     """Return the plan for `seconds` of chaos on `workers` workers.
 
-    The first round is every worker fault once, in an order the seed picks, then the
-    server restart, so that even a short soak injects each kind (the restart comes last:
-    it ends every worker's connection, and the first pause should find workers at work);
-    after it the worker faults come at random. The server is restarted exactly once, and
+    The first round is every kind once, so that even a short soak injects each: a pause
+    longer than the lease first, while every worker is up to reclaim the paused one's job
+    (that is what makes naive workers duplicate), then a kill and a cut in an order the
+    seed picks, then the server restart, which ends every worker's connection. After it
+    the worker faults come at random. The server is restarted exactly once, and
     only if `restart`: a server the soak did not start is not its to restart.
     """
     if workers < 1:
         raise ValueError(f"need at least 1 worker, got {workers}")
     rng = random.Random(seed)
     slow_slot = rng.randrange(workers) if workers > 1 else -1
-    first = list(_WEIGHTS)
-    rng.shuffle(first)
-    if restart:
-        first.append("restart")
+    others = ["kill", "cut"]
+    rng.shuffle(others)
+    first = ["pause", *others, *(["restart"] if restart else [])]
     kinds = list(_WEIGHTS)
     weights = [_WEIGHTS[k] for k in kinds]
     faults: list[Fault] = []

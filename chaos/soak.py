@@ -20,8 +20,9 @@ The verdict (JSON on stdout): jobs done, failed (retry cap), still pending, lost
 those), duplicate completions (an audit trigger records every commit of a job to done,
 so a second commit counts even when the receipt's idempotency key hides it), duplicate
 receipts (the receipts table is the external receiver: it drops a repeated idempotency
-key, and the naive and heartbeat workers send none, so it accepts every send), and
-faults injected by kind. Exit 0 when the expectation holds: `clean` (the default for
+key, and the naive and heartbeat workers send none, so it accepts every send; of those,
+how many involved the slow worker, whose jobs outlast the lease: the rest came from
+pauses), and faults injected by kind. Exit 0 when the expectation holds: `clean` (the default for
 fenced) means nothing lost, pending or duplicated; `duplicates` (the default for naive
 and heartbeat) means at least one duplicate and nothing lost. Either also needs every
 fault kind to have landed: a soak that injected nothing proves nothing.
@@ -93,6 +94,7 @@ class Run:
     drained: bool
     lease_lost_warnings: int
     seconds: dict[str, float]
+    duplicates_from_slow: int = 0
 
 
 def soak(opts: Options) -> dict[str, Any]:
@@ -124,6 +126,8 @@ def soak(opts: Options) -> dict[str, Any]:
             pool.stop()
         run.seconds["setup"] = round(setup, 2)
         outcome = db.outcome()
+        if plan.slow_slot >= 0:
+            run.duplicates_from_slow = db.duplicates_from(f"w{plan.slow_slot}.")
         run.lease_lost_warnings = pool.log_text().count("LeaseLost:")
     run.seconds["wall"] = round(time.monotonic() - started, 2)
     return verdict(opts, len(ids), outcome, run, restart=not opts.pg_dsn)
@@ -241,6 +245,7 @@ def verdict(
         "extra_completions": outcome.extra_completions,
         "duplicate_receipts": outcome.duplicate_receipts,
         "extra_receipts": outcome.extra_receipts,
+        "duplicate_receipts_with_slow_worker": run.duplicates_from_slow,
         "max_attempt": outcome.max_attempt,
         "faults": {k: run.faults[k] for k in plans.KINDS},
         "faults_missed": {k: run.missed[k] for k in plans.KINDS if run.missed[k]},

@@ -42,3 +42,10 @@ select count(*), coalesce(sum(n - 1), 0)
 -- Count jobs marked done whose receipt is missing (the effect must commit with the completion).
 select count(*) from jobs j
  where j.status = 'done' and not exists (select 1 from receipts r where r.job_id = j.id)
+
+-- name: duplicate_receipts_from
+-- Count the jobs with more than one receipt where one came from a worker whose name starts with the prefix.
+select count(*) from (
+    select job_id from receipts group by job_id
+    having count(*) > 1 and bool_or(starts_with(worker, %(prefix)s))
+) d
