@@ -13,7 +13,10 @@ How pgqueuer maps onto the contract (read from pgqueuer 1.6's `core/qm.py`,
   timestamps (`attempts` grows only on a requested retry). The claim carries
   `(queue_manager_id, attempts)`, what the row says about its holder, unordered.
   The worker's queue manager id is derived from its name (uuid5), so it stays the same
-  across calls without state in the adapter.
+  across calls without state in the adapter. When a dequeue re-picks a job the same
+  queue manager still runs (its own heartbeat was late), pgqueuer's `QueueManager.run`
+  skips it (`if job.id in self.job_context: continue`); `claim()` does the same, reading
+  "still running here" from the rows picked under its id (`adapters/pgqueuer.sql`).
 - Heartbeats: per job. The worker's `Heartbeat` task calls `Queries.update_heartbeat`
   (`UPDATE ... SET heartbeat = now() WHERE id = ANY(...)`) every `heartbeat_timeout / 2`.
   It does not check who holds the job; it is accepted when it updated the row.
@@ -49,6 +52,7 @@ import json
 import uuid
 from collections.abc import Coroutine
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -60,7 +64,9 @@ from psycopg import Connection, RawCursor
 from psycopg.rows import dict_row
 
 from stateful.contract import Claim, Effect
+from stateful.sqlfile import load
 
+QUERIES = load(Path(__file__).with_name("pgqueuer.sql"))
 ENTRYPOINT = "leasecheck"
 WORKERS = uuid.UUID("5f1d7c1e-58a4-4f7e-9a53-4c1f0b2f8a10")
 T = TypeVar("T")
@@ -148,6 +154,7 @@ class PgQueuerQueue:
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         queries, _ = _queries(conn)
         qm = queue_manager_id(worker)
+        running = {row[0] for row in conn.execute(QUERIES["running_here"].text, {"qm": qm})}
         picked = _run(
             queries.dequeue(
                 batch_size=1,
@@ -164,6 +171,8 @@ class PgQueuerQueue:
         if not picked:
             return None
         job = picked[0]
+        if job.id in running:
+            return None
         return Claim(job_id=int(job.id), token=(str(qm), job.attempts), worker=worker)
 
     def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:

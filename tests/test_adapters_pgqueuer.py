@@ -176,3 +176,16 @@ def test_pgqueuer_keeps_every_other_property(pool: actors.Pool) -> None:
     harness = Harness(queue=PgQueuerQueue(), pool=pool, excused=GIVEN_UP)
     harness.reset()
     run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
+
+
+def test_a_late_worker_does_not_get_its_own_job_twice(conn: psycopg.Connection[Any]) -> None:
+    """Like QueueManager.run, a re-pick of a job still running here is skipped, not handed out."""
+    q = PgQueuerQueue()
+    q.enqueue(conn, {})
+    clock.advance(conn, TICK)
+    held = q.claim(conn, "a", LEASE)
+    assert held is not None
+    clock.advance(conn, LEASE + TICK)
+    assert q.claim(conn, "a", LEASE) is None
+    assert q.claim(conn, "b", LEASE) is None  # the re-pick refreshed the heartbeat
+    assert q.complete(conn, held, _effect)
