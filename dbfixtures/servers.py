@@ -6,15 +6,17 @@ Each way returns a `Server` with a DSN and a `stop()`; every failure is a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from dbfixtures import embedded
+from dbfixtures import embedded, janitor
 
 SOURCES = ("embedded", "docker", "dsn")
+_USERINFO = re.compile(r"//[^/@\s]*@")
 
 
 class ServerUnavailable(RuntimeError):
@@ -37,25 +39,34 @@ def check_dsn(dsn: str) -> None:
     try:
         conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
-        first = str(exc).strip().splitlines()[0]
+        # libpq quotes the DSN back: hide the user:password part of a URI.
+        reason = _USERINFO.sub("//***@", " ".join(str(exc).split()))
         raise ServerUnavailable(
-            f"malformed DSN {dsn!r} ({first}); write it as "
-            "'postgresql://user:password@host:5432/dbname' or 'host=... dbname=...'"
+            f"malformed DSN in --pg-dsn / LEASECHECK_DSN ({reason}); write it as "
+            "'postgresql://user:password@host:5432/dbname' or 'host=... user=... dbname=...'"
         ) from None
 
 
 def probe(server: Server) -> Server:
-    """Connect once and fill in the version; raise ServerUnavailable if that fails."""
+    """Connect once, fill in the version and check the role may create databases.
+
+    Raise ServerUnavailable if either fails, so that a run under `-n auto` stops once,
+    in the controller, before any worker starts.
+    """
     try:
         with psycopg.connect(server.dsn, connect_timeout=10, autocommit=True) as conn:
             server.version = str(conn.execute("show server_version").fetchone()[0])  # type: ignore[index]
+            janitor.check_may_create(conn)
     except psycopg.OperationalError as exc:
         server.stop()
-        reason = " ".join(str(exc).split())
+        reason = " ".join(str(exc).split()).rstrip(".")
         raise ServerUnavailable(
-            f"cannot connect to PostgreSQL ({server.source}): {reason}. Check the server is up "
+            f"cannot connect to PostgreSQL ({server.source}): {reason}; check the server is up "
             "and the DSN (--pg-dsn / LEASECHECK_DSN) is right, or omit it for the embedded server"
         ) from None
+    except janitor.DatabaseRefused as exc:
+        server.stop()
+        raise ServerUnavailable(str(exc)) from None
     return server
 
 
@@ -72,8 +83,8 @@ def from_embedded() -> Server:
     except (embedded.EmbeddedServerError, OSError) as exc:
         reason = " ".join(str(exc).split())
         raise ServerUnavailable(
-            f"the embedded PostgreSQL did not start: {reason}. "
-            "Reinstall with `pip install -e .`, or pass --pg-dsn for a server you run"
+            f"the embedded PostgreSQL did not start: {reason}; "
+            "or pass --pg-dsn for a server you run"
         ) from None
     return probe(Server(dsn=emb.dsn, source=f"embedded at {emb.root}", stop=emb.stop, embedded=emb))
 

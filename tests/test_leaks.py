@@ -1,0 +1,113 @@
+"""A session leaves no server and no database behind: passing, failing or interrupted.
+
+Each test runs a tiny throwaway test file in a child pytest with the suite's
+plugins, then looks for what outlived it: processes of the embedded server the
+child started (found by its temporary directory, never confused with the server
+this session uses) and databases carrying the child's own label.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dbfixtures import child, janitor
+
+_THROWAWAY = """
+import json, os, time
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def worker_id_label() -> str:
+    return os.environ["LEAK_LABEL"]
+
+
+def test_holds_a_database(pg_database, pg_server):
+    emb = pg_server.embedded
+    Path(os.environ["LEAK_MARKER"]).write_text(json.dumps({
+        "database": pg_database,
+        "root": str(emb.root) if emb else None,
+        "pid": emb.pid if emb else None,
+    }))
+    if os.environ["LEAK_MODE"] == "fail":
+        raise AssertionError("this failure is on purpose")
+    if os.environ["LEAK_MODE"] == "sigint":
+        time.sleep(300)
+"""
+
+
+@pytest.fixture
+def child_tmp() -> Iterator[Path]:
+    """Return an empty TMPDIR for the child, where its embedded server (if any) will live."""
+    with child.scratch() as path:
+        yield path
+
+
+_EXIT = {"pass": 0, "fail": 1, "sigint": 2}
+
+
+def _wait_for(marker: Path, proc: subprocess.Popen[str]) -> None:
+    """Wait until the child's test is running (it wrote the marker), or the child ended."""
+    while not marker.exists() and proc.poll() is None:
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "State:\tZ" not in status
+
+
+@pytest.mark.parametrize(
+    ("mode", "server"),
+    [("pass", "embedded"), ("fail", "embedded"), ("sigint", "embedded"), ("sigint", "dsn")],
+)
+def test_a_session_leaves_no_server_and_no_database(
+    mode: str, server: str, tmp_path: Path, child_tmp: Path, pg_server_dsn: str
+) -> None:
+    """Whether its test passes, fails or is interrupted, the child cleans up after itself."""
+    (tmp_path / "test_throwaway.py").write_text(_THROWAWAY)
+    marker, tmp = tmp_path / "marker.json", child_tmp
+    label = f"leak{secrets.token_hex(3)}"
+    args = ["test_throwaway.py"] + (["--pg-dsn", pg_server_dsn] if server == "dsn" else [])
+    proc = child.start(
+        child.command(*args, rootdir=tmp_path),
+        tmp,
+        cwd=tmp_path,
+        LEAK_MARKER=str(marker),
+        LEAK_MODE=mode,
+        LEAK_LABEL=label,
+    )
+    try:
+        if mode == "sigint":
+            _wait_for(marker, proc)
+            proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert marker.exists(), f"the child's test never ran:\n{output}"
+    seen = json.loads(marker.read_text())
+    assert proc.returncode == _EXIT[mode], output
+    assert f"leasecheck_{label}_" in seen["database"]
+    if server == "embedded":
+        assert Path(seen["root"]).parent == tmp, "the child's server is not in its own tmpdir"
+        assert not _alive(seen["pid"]), f"postmaster {seen['pid']} outlived the session"
+        assert child.processes_under(tmp) == []
+        assert list(tmp.iterdir()) == [], "the server's directory was not removed"
+    else:
+        left = [d for d in janitor.leftovers(pg_server_dsn) if d.startswith(f"leasecheck_{label}")]
+        assert left == []
