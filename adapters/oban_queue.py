@@ -51,7 +51,7 @@ from datetime import datetime, timedelta
 from importlib.metadata import version
 from typing import Any, TypeVar, cast
 
-from oban._executor import Executor
+from oban._executor import AckAction, Executor
 from oban._query import Query
 from oban.job import Job
 from psycopg import Connection, Cursor
@@ -197,14 +197,19 @@ class ObanQueue:
         async def rescue_stage_fetch() -> Sequence[Job]:
             await query.rescue_jobs(lease.total_seconds())
             await query.stage_jobs(limit=1000, queues=[QUEUE])
-            return await query.fetch_jobs(demand=1, queue=QUEUE, node=worker, uuid=producer)
+            fetched: list[Job] = await query.fetch_jobs(
+                demand=1, queue=QUEUE, node=worker, uuid=producer
+            )
+            return fetched
 
         jobs = _run(rescue_stage_fetch())
         if not jobs:
             return None
         job = jobs[0]
         assert job.id is not None and job.attempted_at is not None
-        return Claim(job_id=job.id, token=(job.attempt, job.attempted_at.isoformat()), worker=worker)
+        return Claim(
+            job_id=job.id, token=(job.attempt, job.attempted_at.isoformat()), worker=worker
+        )
 
     def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
         return False  # oban extends no job's lease (heartbeats = False; never called)
@@ -214,8 +219,10 @@ class ObanQueue:
 
         async def execute_and_ack() -> list[int]:
             executor = await Executor(job, safe=True).execute()
-            assert executor.action is not None
-            return await _query(conn).ack_jobs([executor.action])
+            action: AckAction | None = executor.action
+            assert action is not None
+            acked: list[int] = await _query(conn).ack_jobs([action])
+            return acked
 
         return job.id in _run(execute_and_ack())
 

@@ -63,9 +63,7 @@ def _state(conn: psycopg.Connection[Any], job_id: object) -> str:
     return str(row[0])
 
 
-def _rescued_and_refetched(
-    q: ObanQueue, conn: psycopg.Connection[Any]
-) -> tuple[Any, Any]:
+def _rescued_and_refetched(q: ObanQueue, conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
     """Worker a claims, stalls past the lease; b's claim rescues and refetches the job."""
     q.enqueue(conn, {})
     stale = q.claim(conn, "a", LEASE)
@@ -114,9 +112,7 @@ def test_from_0_7_a_stale_completion_is_rejected(conn: psycopg.Connection[Any]) 
     assert _effects(conn) == 1
 
 
-@pytest.mark.skipif(
-    RELEASE >= (0, 7, 0), reason="from 0.7.0 the ack is fenced (tested above)"
-)
+@pytest.mark.skipif(RELEASE >= (0, 7, 0), reason="from 0.7.0 the ack is fenced (tested above)")
 def test_before_0_7_a_stale_completion_wins_over_the_owner(
     conn: psycopg.Connection[Any],
 ) -> None:

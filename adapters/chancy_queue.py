@@ -1,0 +1,320 @@
+"""chancy 0.25.1 / 0.26.0 through the contract: its own Worker, Recovery and executor code.
+
+How chancy maps onto the contract (read from chancy's `worker.py`, `app.py`,
+`executors/base.py`, `plugins/recovery.py` and `migrations/`):
+
+- Claim: `Worker.fetch_jobs` picks `pending`/`retrying` jobs with `attempts <
+  max_attempts` and `scheduled_at <= NOW()`, `FOR UPDATE OF jobs SKIP LOCKED`, and sets
+  them `running` with `taken_by` = the worker id and `started_at = NOW()`. From 0.26.0
+  it also sets `claim_id = gen_random_uuid()`.
+- Fencing token: 0.26.0 has one, `claim_id`, a fresh uuid per claim (unordered). Every
+  job update from the worker (`Worker.flush`) says `AND claim_id IS NOT DISTINCT FROM`
+  the claim's, and Recovery sets it to NULL. 0.25.1 has none: updates match by `id`
+  alone. There the claim carries `attempts`, the nearest thing, which a recovered and
+  re-fetched job repeats (attempts grow only when a worker reports).
+- Heartbeats: per worker, not per job. `Worker.announce_worker` upserts the worker's row
+  in `chancy_workers` with `last_seen = NOW()` (and deletes rows whose `expires_at`
+  passed). It looks at no job, so it is accepted whenever it runs: `heartbeat()` is that
+  call for the claim's worker and answers True. `claim()` announces first: a live
+  worker's heartbeat task keeps it fresh, so a fetching worker is never stale.
+- When a lease runs out: the leader's `Recovery` plugin (every 60 s) puts back to
+  `pending` each `running` job whose `taken_by` worker has no `last_seen` within
+  `heartbeat_timeout` (the harness's lease), and adds 1 to its `max_attempts`.
+  `claim()` runs `Recovery.recover` before fetching, as the leader would (oftener).
+- Completion: the executor's `on_job_completed` builds the new job row from the
+  worker's in-memory `QueuedJob` (`succeeded`, attempts + 1; or `retrying`/`failed` at
+  `attempts + 1 >= max_attempts`) and queues it; the worker writes it with `flush()`
+  (0.26.0) or its `_maintain_updates` loop (0.25.1, run until the batch is written).
+  An accepted update is the one chancy reports to `Plugin.on_job_updated` (0.26.0:
+  claim matched and row updated; 0.25.1: every update). The effect runs in the same
+  transaction as the update. (chancy batches updates once a second in a transaction of
+  their own: here it gets the more favourable reading.) The claim's token carries the
+  fetched `QueuedJob` (compared and shown by its key only), since the update writes
+  back what the worker holds, `max_attempts` included.
+- Retry cap: `max_attempts` on the job (default 1; 3 here); no Retry plugin, so a
+  failure is `retrying` and due at once. Recovery raises the cap by one per rescue, so
+  the cap does not bound recoveries.
+- Held transactions: none. Workers fetch, announce and flush on pool connections of
+  their own, so `held_transactions = False`.
+- Time: every statement says `NOW()` (and Python timestamps such as `completed_at` are
+  only written, never compared), so no `advance_clock` is needed. A job's default
+  `scheduled_at` is the wall clock's now, before the simulated epoch: due at once.
+
+chancy runs on an `AsyncConnectionPool` of its own; the adapter gives the `Chancy` app
+a pool that lends the harness's sync connection as an async one (`_PinnedPool`), so the
+statements and transactions are chancy's own, on the harness's connection. Jobs are
+pushed with chancy's `sync_push_many_ex` on a cursor of that connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Coroutine, Iterable
+from contextlib import asynccontextmanager, suppress
+from datetime import timedelta
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from chancy import Chancy, Job, QueuedJob, Worker
+from chancy import Queue as QueueConfig
+from chancy.executors.asyncex import AsyncExecutor
+from chancy.plugin import Plugin
+from chancy.plugins.recovery import Recovery
+from psycopg import Connection, Cursor
+from psycopg.rows import dict_row
+
+from stateful.contract import Claim, Effect
+from stateful.sqlfile import load
+
+QUERIES = load(Path(__file__).with_name("chancy.sql"))
+QUEUE = "leasecheck"
+FUNC = f"{__name__}.leasecheck_job"
+EXECUTOR = f"{AsyncExecutor.__module__}.{AsyncExecutor.__qualname__}"
+VERSION = version("chancy")
+FENCED = not VERSION.startswith("0.25.")
+LOG = logging.getLogger("leasecheck.chancy")
+T = TypeVar("T")
+
+
+def leasecheck_job(**payload: Any) -> None:
+    """The function the adapter's jobs name (the harness runs the work, not chancy)."""
+
+
+class _Raised(Exception):
+    """The job's failure, as the harness reports it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+    """A claim's token: its key (claim_id, or attempts before 0.26) and the fetched job."""
+
+    key: str
+    job: QueuedJob = dataclasses.field(compare=False, repr=False)
+
+    def __repr__(self) -> str:
+        return self.key
+
+
+class _PinnedCursor:
+    """An async face on one sync cursor, as much of it as chancy uses."""
+
+    def __init__(self, cursor: Cursor[Any]) -> None:
+        self._cursor = cursor
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    async def execute(self, query: Any, params: Any = None) -> _PinnedCursor:
+        self._cursor.execute(query, params)
+        return self
+
+    async def executemany(self, query: Any, params: Iterable[Any], returning: bool = False) -> None:
+        self._cursor.executemany(query, params, returning=returning)
+
+    def nextset(self) -> bool | None:
+        return self._cursor.nextset()
+
+    async def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    async def fetchall(self) -> list[Any]:
+        return self._cursor.fetchall()
+
+    async def __aenter__(self) -> _PinnedCursor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._cursor.close()
+
+
+class _PinnedConnection:
+    """An async face on the harness's sync connection."""
+
+    def __init__(self, conn: Connection[Any]) -> None:
+        self._conn = conn
+
+    def cursor(self, row_factory: Any = None) -> _PinnedCursor:
+        if row_factory is None:
+            return _PinnedCursor(self._conn.cursor())
+        return _PinnedCursor(self._conn.cursor(row_factory=row_factory))
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        with self._conn.transaction():
+            yield
+
+
+class _PinnedPool:
+    """What chancy asks of its pool: a connection, always the harness's."""
+
+    def __init__(self, conn: Connection[Any]) -> None:
+        self.conn = _PinnedConnection(conn)
+
+    async def open(self) -> None:
+        """Nothing to open: the harness owns the connection."""
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[_PinnedConnection]:
+        yield self.conn
+
+
+class _Updates(Plugin):  # type: ignore[misc]  # chancy ships no type information
+    """Collects the job updates chancy reports as written (`on_job_updated`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list[QueuedJob] = []
+
+    @staticmethod
+    def get_identifier() -> str:
+        return "leasecheck.updates"
+
+    async def on_job_updated(self, *, worker: Worker, job: QueuedJob) -> None:
+        self.written.append(job)
+
+
+def _app(conn: Connection[Any], *plugins: Plugin) -> Chancy:
+    """Return a Chancy app whose pool is the harness's connection."""
+    app = Chancy("postgresql://", plugins=[Recovery(), *plugins], no_default_plugins=True, log=LOG)
+    app.pool = cast(Any, _PinnedPool(conn))
+    return app
+
+
+def _worker(app: Chancy, name: str, lease: timedelta) -> Worker:
+    return Worker(
+        app,
+        worker_id=name,
+        heartbeat_timeout=int(lease.total_seconds()),
+        register_signal_handlers=False,
+    )
+
+
+def _pinned(app: Chancy) -> Any:
+    return cast(_PinnedPool, app.pool).conn
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+async def _write(worker: Worker) -> None:
+    """Write the worker's queued updates the way this chancy release does."""
+    if FENCED:
+        await worker.flush()
+        return
+    # 0.25.1 has no flush(): run its update loop until it reports the batch written.
+    worker.send_outgoing_interval = 0
+    loop = asyncio.create_task(worker._maintain_updates())
+    try:
+        for _ in range(10_000):
+            await asyncio.sleep(0)
+            if loop.done():
+                loop.result()
+                raise RuntimeError("chancy's update loop ended without writing")
+            if worker.outgoing.empty() and _written(worker.chancy):
+                return
+        raise RuntimeError("chancy's update loop did not write its batch")
+    finally:
+        loop.cancel()
+        with suppress(asyncio.CancelledError):
+            await loop
+
+
+def _written(app: Chancy) -> list[QueuedJob]:
+    return cast(_Updates, app.plugins[_Updates.get_identifier()]).written
+
+
+class ChancyQueue:
+    """chancy's worker, recovery and executor protocol, one contract call at a time."""
+
+    name = f"chancy-{VERSION}"
+    ordered_tokens = False
+    heartbeats = True
+    held_transactions = False
+
+    def __init__(self, max_attempts: int = 3) -> None:
+        self.max_attempts: int | None = max_attempts
+        self._cap = max_attempts
+
+    def install(self, conn: Connection[Any]) -> None:
+        app = _app(conn)
+        with conn.transaction():
+            _run(app.migrate())
+            with conn.cursor(row_factory=dict_row) as cur:
+                app.sync_declare_ex(cur, QueueConfig(QUEUE, executor=EXECUTOR))
+            conn.execute(QUERIES["install"].text)
+
+    def reset(self, conn: Connection[Any]) -> None:
+        conn.execute(QUERIES["reset"].text)
+
+    def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> str:
+        row = conn.execute(QUERIES["next_priority"].text).fetchone()
+        assert row is not None
+        job = Job(
+            func=FUNC, queue=QUEUE, kwargs=payload, max_attempts=self._cap, priority=int(row[0])
+        )
+        with conn.cursor(row_factory=dict_row) as cur:
+            refs = _app(conn).sync_push_many_ex(cur, [job])
+        return str(refs[0].identifier)
+
+    def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
+        app = _app(conn)
+
+        async def announce_recover_fetch() -> list[QueuedJob]:
+            w = _worker(app, worker, lease)
+            pinned = _pinned(app)
+            await w.announce_worker(pinned)
+            async with pinned.cursor(row_factory=dict_row) as cursor:
+                await Recovery.recover(w, app, cursor)
+            fetched: list[QueuedJob] = await w.fetch_jobs(QueueConfig(QUEUE), pinned, up_to=1)
+            return fetched
+
+        jobs = _run(announce_recover_fetch())
+        if not jobs:
+            return None
+        job = jobs[0]
+        key = str(job.claim_id) if FENCED else str(job.attempts)
+        return Claim(job_id=str(job.id), token=Execution(key, job), worker=worker)
+
+    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
+        app = _app(conn)
+
+        async def announce() -> None:
+            await _worker(app, claim.worker, lease).announce_worker(_pinned(app))
+
+        _run(announce())
+        return True  # announce_worker cannot refuse: it upserts the worker's row
+
+    def _report(self, conn: Connection[Any], claim: Claim, exc: BaseException | None) -> bool:
+        """Run the executor's completion path and write it; return whether chancy wrote it."""
+        app = _app(conn, _Updates())
+        held = cast(Execution, claim.token).job
+
+        async def complete_and_write() -> None:
+            w = _worker(app, claim.worker, timedelta(seconds=30))
+            executor = AsyncExecutor(w, QueueConfig(QUEUE))
+            await executor.on_job_completed(job=held, exc=exc)
+            await _write(w)
+
+        _run(complete_and_write())
+        return any(str(job.id) == claim.job_id for job in _written(app))
+
+    def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
+        with conn.transaction():
+            if not self._report(conn, claim, None):
+                return False
+            effect(conn)
+            return True
+
+    def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
+        return self._report(conn, claim, _Raised(error))
+
+    def effect_key(self, claim: Claim) -> str:
+        return f"chancy-job-{claim.job_id}"
+
+
+Queue = ChancyQueue
