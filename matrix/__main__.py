@@ -1,0 +1,128 @@
+"""`python -m matrix [--only NAME ...] [--out DIR]`: the release matrix, one command.
+
+Starts one embedded PostgreSQL (or uses `--pg-dsn` / $LEASECHECK_DSN) shared by every
+run; each run's pytest creates and drops its own database there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+from dbfixtures import embedded
+from matrix import envs, report, runs, targets
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    names = ", ".join(t.name for t in targets.TARGETS)
+    parser = argparse.ArgumentParser(prog="python -m matrix", description=__doc__)
+    parser.add_argument(
+        "--only", nargs="+", metavar="NAME", help=f"run only these implementations ({names})"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=REPO / "matrix" / "results", help="where the tables go"
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=REPO / ".leasecheck",
+        help="where venvs (envs/) and run directories (matrix-runs/) live (default: .leasecheck)",
+    )
+    parser.add_argument("--profile", default="ci", help="Hypothesis profile (default: ci)")
+    parser.add_argument(
+        "--timeout", type=float, default=1800, help="seconds one pytest run may take (1800)"
+    )
+    parser.add_argument(
+        "--pg-dsn", default=os.environ.get("LEASECHECK_DSN"), help="server to use ($LEASECHECK_DSN)"
+    )
+    return parser.parse_args(argv)
+
+
+def _one(
+    target: targets.Target, args: argparse.Namespace, dsn: str, workdir: Path
+) -> report.Column:
+    """Build the target's venv and judge it; never raise for the target's own failures."""
+    started = time.monotonic()
+    if not (REPO / target.module_path).exists():
+        verdicts = runs.Verdicts(error=f"adapter module not found ({target.module_path})")
+        return report.Column(target, None, verdicts, time.monotonic() - started)
+    try:
+        env = envs.ensure(target, REPO, args.cache)
+    except envs.EnvError as exc:
+        return report.Column(
+            target, None, runs.Verdicts(error=str(exc)), time.monotonic() - started
+        )
+    if env.built:
+        print(f"  built {env.python.parent.parent} in {time.monotonic() - started:.0f} s")
+    verdicts = runs.judge(env.python, target, REPO, dsn, workdir, args.profile, args.timeout)
+    return report.Column(target, env, verdicts, time.monotonic() - started)
+
+
+def _summary(column: report.Column) -> str:
+    v = column.verdicts
+    if v.error is not None and not v.violated:
+        return f"error: {v.error}"
+    parts = [f"{len(v.holds)} hold"]
+    if v.violated:
+        parts.append("violated: " + ", ".join(v.violated))
+    if v.not_applicable:
+        parts.append("n/a: " + ", ".join(v.not_applicable))
+    if v.error is not None:
+        parts.append(f"then error: {v.error}")
+    return "; ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    try:
+        chosen = targets.select(args.only)
+    except ValueError as exc:
+        print(f"matrix: {exc}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    server = None if args.pg_dsn else embedded.start()
+    dsn = args.pg_dsn or (server.dsn if server else "")
+    try:
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            row = conn.execute("show server_version").fetchone()
+            postgres = str(row[0]) if row else "?"
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
+        rundir = args.cache / "matrix-runs" / stamp
+        columns = []
+        for target in chosen:
+            print(f"{target.name} ...", flush=True)
+            column = _one(target, args, dsn, rundir / target.name)
+            print(f"  {column.seconds:7.1f} s  {_summary(column)}", flush=True)
+            columns.append(column)
+    finally:
+        if server is not None:
+            server.stop()
+    seconds = time.monotonic() - started
+    args.out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(args.out / "counterexamples", ignore_errors=True)
+    files = [report.copy_counterexamples(c, args.out) for c in columns]
+    meta = {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "postgres": postgres,
+        "profile": args.profile,
+        "python": sys.version.split()[0],
+        "seconds": seconds,
+    }
+    (args.out / "conformance.json").write_text(report.as_json(columns, meta, files))
+    (args.out / "conformance.md").write_text(report.as_markdown(columns, meta, files))
+    print(f"total {seconds:.1f} s; wrote {args.out / 'conformance.md'} and conformance.json")
+    print(f"run directories: {rundir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,186 @@
+"""Run the machine on one implementation, and find every violated property in turn.
+
+The machine stops at the first violated property. So the loop runs it, reads which
+properties failed from the files the run left in its private `--leasecheck-dir`,
+excuses them (`--excuse`) and runs again, until a run passes or nothing is left to
+judge. A run that fails without leaving a property's files (an import error, an
+adapter that crashes, a timeout) is an error, reported with its first line and never
+read as "holds".
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from matrix.targets import Target
+from stateful.properties import ALL
+
+MACHINE = "test_queue_keeps_every_property"
+GAPS = "test_what_is_not_checked["
+_OURS = ("LEASECHECK_QUEUE", "LEASECHECK_EXCUSE", "LEASECHECK_DIR", "LEASECHECK_PROFILE", "CI")
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one pytest run of the machine said."""
+
+    violated: dict[str, list[Path]]
+    gaps: list[str]
+    error: str | None
+    seconds: float
+
+
+@dataclass
+class Verdicts:
+    """Everything the matrix knows about one implementation after the loop."""
+
+    violated: dict[str, list[Path]] = field(default_factory=dict)
+    not_applicable: dict[str, str] = field(default_factory=dict)
+    not_exercised: list[str] = field(default_factory=list)
+    holds: list[str] = field(default_factory=list)
+    error: str | None = None
+    runs: int = 0
+
+
+def run_once(
+    python: Path,
+    target: Target,
+    repo: Path,
+    dsn: str,
+    workdir: Path,
+    excused: list[str],
+    profile: str,
+    timeout: float,
+) -> Run:
+    """Run the machine once in a subprocess; return what it found."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    failures = workdir / "failures"
+    junit = workdir / "junit.xml"
+    command = [str(python), "-m", "pytest", "-n", "0", "properties/test_machine.py"]
+    command += ["--queue-impl", target.queue, "--pg-dsn", dsn, "-q", "-rs"]
+    command += ["--leasecheck-dir", str(failures), "--junitxml", str(junit)]
+    command += [f"--excuse={p}" for p in excused]
+    env = {k: v for k, v in os.environ.items() if k not in _OURS}
+    env.update(target.env)
+    env["LEASECHECK_PROFILE"] = profile
+    (workdir / "command.txt").write_text(" ".join(command) + "\n")
+    started = time.monotonic()
+    with (workdir / "output.txt").open("w") as log:
+        process = subprocess.Popen(
+            command, cwd=repo, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            code = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return Run({}, [], f"timed out after {timeout:g} s", time.monotonic() - started)
+    seconds = time.monotonic() - started
+    output = (workdir / "output.txt").read_text()
+    if code not in (0, 1) or not junit.exists():
+        return Run({}, [], _first_error(output, code), seconds)
+    outcome, gaps = _read_junit(junit)
+    violated = _violations(failures)
+    if code == 0 and outcome == "passed":
+        return Run({}, gaps, None, seconds)
+    if outcome.startswith("failure") and violated:
+        return Run(violated, gaps, None, seconds)
+    return Run({}, gaps, f"{outcome or 'no result'}", seconds)
+
+
+def _read_junit(path: Path) -> tuple[str, list[str]]:
+    """Return the machine test's outcome ('passed', or 'failure: first line') and the gaps."""
+    outcome = ""
+    gaps = []
+    for case in ET.parse(path).iter("testcase"):
+        name = case.get("name", "")
+        children = list(case)
+        if name == MACHINE:
+            outcome = "passed"
+            for child in children:
+                if child.tag in ("failure", "error", "skipped"):
+                    first = (child.get("message") or child.text or "").strip().splitlines()
+                    outcome = f"{child.tag}: {first[0] if first else '(no message)'}"
+                    break
+        elif name.startswith(GAPS):
+            gaps += [c.get("message", "") for c in children if c.tag == "skipped"]
+    return outcome, gaps
+
+
+def _violations(failures: Path) -> dict[str, list[Path]]:
+    """Return the properties the run left counterexample files for, with the files."""
+    found: dict[str, list[Path]] = {}
+    for prop in ALL:
+        files = sorted(failures.glob(f"{MACHINE}-{prop}.*"))
+        if files:
+            found[prop] = files
+    return found
+
+
+def _first_error(output: str, code: int) -> str:
+    """Return the line that says why a run errored (pytest's usage error, or the last line)."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    for line in lines:
+        if line.startswith(("ERROR: ", "leasecheck: ", "ImportError", "ModuleNotFoundError")):
+            return line.removeprefix("ERROR: ")
+    return f"pytest exit status {code}: {lines[-1] if lines else 'no output'}"
+
+
+def judge(
+    python: Path,
+    target: Target,
+    repo: Path,
+    dsn: str,
+    workdir: Path,
+    profile: str,
+    timeout: float,
+) -> Verdicts:
+    """Run the machine until it passes with every violated property excused."""
+    verdicts = Verdicts()
+    excused: list[str] = []
+    gaps: list[str] = []
+    while len(excused) < len(ALL):
+        run = run_once(
+            python,
+            target,
+            repo,
+            dsn,
+            workdir / f"run{verdicts.runs + 1}",
+            excused,
+            profile,
+            timeout,
+        )
+        verdicts.runs += 1
+        gaps = run.gaps
+        if run.error is not None:
+            verdicts.error = run.error
+            return verdicts
+        new = sorted(set(run.violated) - set(excused))
+        if not run.violated:
+            break
+        if not new:
+            verdicts.error = (
+                f"run {verdicts.runs} failed again on excused {', '.join(run.violated)}"
+            )
+            return verdicts
+        for prop in new:
+            verdicts.violated[prop] = run.violated[prop]
+        excused += new
+    for gap in gaps:
+        key, _, reason = gap.partition(": ")
+        if key in excused:
+            continue
+        if key in ALL:
+            verdicts.not_applicable[key] = reason
+        else:
+            verdicts.not_exercised.append(gap)
+    verdicts.holds = [
+        p for p in ALL if p not in verdicts.violated and p not in verdicts.not_applicable
+    ]
+    return verdicts

@@ -1,0 +1,80 @@
+"""The implementations the release matrix checks: one declarative table, fixed in one place.
+
+A target with no `requirements` runs in the interpreter that runs the matrix (the
+project is installed there); one with requirements gets a venv of its own, with the
+project installed editable next to exactly those pins. `python` names the minor
+version the library needs (oban needs 3.12); `env` is extra environment for the run.
+`control` targets are known-buggy queues the matrix runs only when named with
+`--only`: they show what a violated column looks like.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Target:
+    """One column of the matrix: a queue, the library it needs, and how to run it."""
+
+    name: str
+    queue: str
+    requirements: tuple[str, ...] = ()
+    python: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    control: bool = False
+
+    @property
+    def module_path(self) -> str:
+        """Return the adapter's module as a path relative to the repository."""
+        return self.queue.partition(":")[0].replace(".", "/") + ".py"
+
+
+def _sql(file: str, *, control: bool = False) -> Target:
+    return Target(
+        name=file,
+        queue="adapters.sqlfile_queue:from_env",
+        env={"LEASECHECK_SQL_QUEUE": f"adapters/sql/{file}"},
+        control=control,
+    )
+
+
+def _oban(version: str) -> Target:
+    return Target(f"oban-{version}", "adapters.oban_queue:ObanQueue", (f"oban=={version}",), "3.12")
+
+
+def _chancy(version: str) -> Target:
+    return Target(f"chancy-{version}", "adapters.chancy_queue:ChancyQueue", (f"chancy=={version}",))
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("reference", "reference.queue:ReferenceQueue"),
+    _sql("reference.sql"),
+    Target(
+        "procrastinate-3.10",
+        "adapters.procrastinate_queue:ProcrastinateQueue",
+        ("procrastinate==3.10.*",),
+    ),
+    Target("pgqueuer-1.6", "adapters.pgqueuer_queue:PgQueuerQueue", ("pgqueuer==1.6.*",)),
+    _oban("0.7.0"),
+    _oban("0.6.7"),
+    _oban("0.6.3"),
+    _chancy("0.26.0"),
+    _chancy("0.25.1"),
+    _sql("naive.sql", control=True),
+    _sql("heartbeat_only.sql", control=True),
+    _sql("attempt_key.sql", control=True),
+)
+
+
+def select(only: list[str] | None) -> list[Target]:
+    """Return the targets `--only` names (all non-control ones without it); raise on a typo."""
+    if not only:
+        return [t for t in TARGETS if not t.control]
+    by_name = {t.name: t for t in TARGETS}
+    unknown = [n for n in only if n not in by_name]
+    if unknown:
+        raise ValueError(
+            f"--only {', '.join(unknown)}: no such implementation; choose from {', '.join(by_name)}"
+        )
+    return [by_name[n] for n in only]
