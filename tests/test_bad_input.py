@@ -1,0 +1,250 @@
+"""Bad input gets one clear line that says how to fix it, and leaves nothing half-written.
+
+Sessions: a child pytest with a bad option must stop with a usage error whose whole
+output is one line naming the fix, and must leave no server and no database. Each
+way into that line (server at session start, queue at configure time) runs as a
+real child session; the other messages on the same path are checked by calling
+the code that raises them, against real servers where a server is involved.
+Queue calls: `tests/test_reference_queue.py` holds the NUL-payload, worker-name
+and claim-lease tests (nothing inserted, nothing claimed); this file adds the
+heartbeat lease, the form of every message, and the payload size.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+import reference.queue
+from dbfixtures import child, embedded, janitor, servers
+from reference.queue import BadInput, ReferenceQueue
+from stateful import contract
+
+LEASE = timedelta(seconds=30)
+_PASSWORD = secrets.token_hex(12)
+
+
+@pytest.fixture(scope="module")
+def password_server() -> Iterator[embedded.EmbeddedServer]:
+    """Return a server of this module's own that checks passwords over TCP; stop it after."""
+    server = embedded.start("leasecheck-pw-", password=_PASSWORD)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _closed_port() -> int:
+    """Return a port on 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _session(tmp_path: Path, *args: str) -> child.Finished:
+    """Run a child session of one trivial test with `args`; check it left no server behind."""
+    (tmp_path / "test_trivial.py").write_text("def test_trivial(pg_database):\n    pass\n")
+    tmp = tmp_path / "tmp"
+    done = child.run(child.command("test_trivial.py", *args, rootdir=tmp_path), tmp, cwd=tmp_path)
+    assert list(tmp.iterdir()) == [], "the session left files of a server behind"
+    assert child.processes_under(tmp) == []
+    return done
+
+
+def _one_line(done: child.Finished, *fragments: str) -> str:
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.output
+    assert len(done.lines) == 1, done.output
+    line = done.lines[0]
+    assert line.startswith("ERROR: leasecheck: ")
+    for fragment in fragments:
+        assert fragment in line
+    return line
+
+
+def test_unreachable_server_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    """--pg-dsn at a closed port: the reason and what to check, once, before any test."""
+    dsn = f"host=127.0.0.1 port={_closed_port()} user=postgres dbname=postgres"
+    _one_line(
+        _session(tmp_path, "--pg-dsn", dsn),
+        "cannot connect to PostgreSQL (dsn)",
+        "Connection refused",
+        "check the server is up and the DSN (--pg-dsn / LEASECHECK_DSN) is right",
+    )
+
+
+def test_wrong_password_stops_the_run_in_one_line(
+    tmp_path: Path, password_server: embedded.EmbeddedServer
+) -> None:
+    """A server that checks passwords refuses a wrong one: one line, nothing created there."""
+    dsn = password_server.tcp_dsn("postgres", "not-" + _PASSWORD)
+    line = _one_line(
+        _session(tmp_path, "--pg-dsn", dsn),
+        'password authentication failed for user "postgres"',
+        "check the server is up and the DSN",
+    )
+    assert _PASSWORD not in line
+    assert janitor.leftovers(password_server.dsn) == []
+
+
+def test_the_right_password_is_accepted(password_server: embedded.EmbeddedServer) -> None:
+    """The password server is really usable, so the refusal above is about the password."""
+    server = servers.from_dsn(password_server.tcp_dsn("postgres", _PASSWORD))
+    assert server.version.startswith("18")
+
+
+def test_malformed_dsn_stops_the_run_in_one_line_without_echoing_the_password(
+    tmp_path: Path,
+) -> None:
+    """A DSN libpq cannot parse is named as such, with the two forms to write instead."""
+    line = _one_line(
+        _session(tmp_path, "--pg-dsn", "postgresql://me:hunter2@[::1"),
+        "malformed DSN in --pg-dsn / LEASECHECK_DSN",
+        "write it as 'postgresql://user:password@host:5432/dbname'",
+    )
+    assert "hunter2" not in line
+
+
+def test_unknown_pg_value_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    """An unknown --pg lists the choices."""
+    _one_line(
+        _session(tmp_path, "--pg=podman"),
+        "unknown --pg value 'podman': use one of embedded, docker, dsn",
+    )
+
+
+def test_missing_queue_module_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    """--queue-impl at a module that does not exist: named, with where to look."""
+    _one_line(
+        _session(tmp_path, "--queue-impl", "nosuchpkg.queue:Queue"),
+        "no module named 'nosuchpkg'",
+        "check the spelling and that it is importable",
+    )
+
+
+@pytest.mark.parametrize(
+    ("dsn", "fragment"),
+    [
+        ("host=localhost port", 'missing "=" after "port"'),
+        ("postgresql://me:hunter2@[::1", "malformed DSN"),
+    ],
+)
+def test_malformed_dsns_are_named(dsn: str, fragment: str) -> None:
+    """Each parse failure is one line that shows the fix and never the password."""
+    with pytest.raises(servers.ServerUnavailable) as caught:
+        servers.from_dsn(dsn)
+    message = str(caught.value)
+    assert fragment in message and "write it as" in message
+    assert "\n" not in message and "hunter2" not in message
+
+
+def test_unknown_role_is_one_line(pg_server_dsn: str) -> None:
+    """A role the server does not know: the server's reason, in one line, and what to check."""
+    role = f"lc_nosuch_{secrets.token_hex(4)}"
+    with pytest.raises(servers.ServerUnavailable) as caught:
+        servers.from_dsn(make_conninfo(pg_server_dsn, user=role))
+    message = str(caught.value)
+    assert f'role "{role}" does not exist' in message and "\n" not in message
+
+
+def test_pg_dsn_source_without_a_dsn_is_one_line() -> None:
+    """--pg=dsn alone says where the DSN goes."""
+    with pytest.raises(
+        servers.ServerUnavailable, match=r"--pg=dsn needs --pg-dsn or LEASECHECK_DSN"
+    ):
+        servers.resolve("dsn", None, "postgres:18")
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        ("reference.queue", "is not of the form module:attr"),
+        ("reference.queue:NoSuchQueue", "module reference.queue has no attribute 'NoSuchQueue'"),
+        ("collections:OrderedDict", "without the contract's members: name, max_attempts"),
+    ],
+)
+def test_unusable_queue_impls_are_named(spec: str, fragment: str) -> None:
+    """Each way --queue-impl can miss is one line naming what is missing."""
+    with pytest.raises(contract.ContractError) as caught:
+        contract.load(spec)
+    assert fragment in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.xfail(
+    reason="stateful/contract.py:137 calls the factory outside its try: a factory that "
+    "raises ends the run in an INTERNALERROR traceback",
+    raises=TypeError,
+    strict=True,
+)
+def test_a_factory_that_raises_is_named() -> None:
+    """A zero-argument factory that fails (here json.dumps, which needs an argument)."""
+    with pytest.raises(contract.ContractError, match="json:dumps"):
+        contract.load("json:dumps")
+
+
+def test_non_positive_heartbeat_lease_is_refused_and_changes_nothing(
+    db: psycopg.Connection[Any], queue: ReferenceQueue
+) -> None:
+    """A heartbeat with a zero lease would end the owner's lease at once: refused before SQL."""
+    queue.enqueue(db, {})
+    owner = queue.claim(db, "w", LEASE)
+    assert owner is not None
+    before = queue.job(db, int(owner.job_id))
+    with pytest.raises(BadInput, match="lease must be positive"):
+        queue.heartbeat(db, owner, timedelta(0))
+    assert queue.job(db, int(owner.job_id)) == before
+
+
+@pytest.fixture
+def queue() -> ReferenceQueue:
+    """Return the reference queue with its default cap."""
+    return ReferenceQueue()
+
+
+_BAD_CALLS: dict[str, Callable[[ReferenceQueue, psycopg.Connection[Any]], object]] = {
+    "nul-payload": lambda q, c: q.enqueue(c, {"note": "a\x00b"}),
+    "empty-worker": lambda q, c: q.claim(c, "", LEASE),
+    "blank-worker": lambda q, c: q.claim(c, " \t", LEASE),
+    "long-worker": lambda q, c: q.claim(c, "w" * 10_000, LEASE),
+    "zero-lease": lambda q, c: q.claim(c, "w", timedelta(0)),
+    "negative-lease": lambda q, c: q.claim(c, "w", timedelta(seconds=-1)),
+    "zero-cap": lambda q, c: ReferenceQueue(max_attempts=0),
+}
+
+
+@pytest.mark.parametrize("call", list(_BAD_CALLS))
+def test_each_refusal_is_one_line_that_names_the_fix(
+    db: psycopg.Connection[Any], queue: ReferenceQueue, call: str
+) -> None:
+    """Every BadInput message is one line with a colon before what to do instead."""
+    with pytest.raises(BadInput) as caught:
+        _BAD_CALLS[call](queue, db)
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < 200
+    assert ":" in message or "at least" in message
+
+
+def test_huge_payload_is_refused_and_nothing_is_inserted(
+    db: psycopg.Connection[Any], queue: ReferenceQueue
+) -> None:
+    """A payload over the queue's stated limit is refused before it reaches the server."""
+    limit = getattr(reference.queue, "MAX_PAYLOAD_BYTES", None)
+    if limit is None:
+        pytest.skip(
+            "reference.queue states no payload limit (MAX_PAYLOAD_BYTES): jsonb takes up to "
+            "255 MB, so no test here can afford to reach one"
+        )
+    payload = {"blob": "x" * (int(limit) + 1)}
+    assert len(json.dumps(payload)) > limit
+    with pytest.raises(BadInput, match="payload"):
+        queue.enqueue(db, payload)
+    row = db.execute("select count(*) from jobs").fetchone()
+    assert row is not None and row[0] == 0
