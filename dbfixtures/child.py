@@ -9,8 +9,10 @@ can be told apart from the server the calling session uses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,6 +51,10 @@ def scratch() -> Iterator[Path]:
     try:
         yield path
     finally:
+        # A test that found a leak must not leave it running: end what lives here.
+        for pid in processes_under(path):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         shutil.rmtree(path, ignore_errors=True)
 
 

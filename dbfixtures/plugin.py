@@ -9,7 +9,9 @@ one line that says how to fix it.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -37,6 +39,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--pg-image", default="postgres:18", help="Docker image for --pg=docker (postgres:18)"
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Treat SIGTERM (a cancelled CI job, `kill`) like Ctrl-C, so the usual teardown runs.
+
+    Without this a terminated run leaves its embedded server running and its
+    databases on the user's server.
+    """
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+        config.add_cleanup(_restore_sigterm)
+
+
+def _restore_sigterm() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"leasecheck: stopped by signal {signum}; cleaning up")
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:

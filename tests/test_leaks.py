@@ -1,4 +1,6 @@
-"""A session leaves no server and no database behind: passing, failing or interrupted.
+"""A session leaves no server and no database behind: passing, failing, interrupted or killed.
+
+SIGTERM (a cancelled CI job) counts as an interruption, as SIGINT does.
 
 Each test runs a tiny throwaway test file in a child pytest with the suite's
 plugins, then looks for what outlived it: processes of the embedded server the
@@ -41,7 +43,7 @@ def test_holds_a_database(pg_database, pg_server):
     }))
     if os.environ["LEAK_MODE"] == "fail":
         raise AssertionError("this failure is on purpose")
-    if os.environ["LEAK_MODE"] == "sigint":
+    if os.environ["LEAK_MODE"].startswith("sig"):
         time.sleep(300)
 """
 
@@ -53,7 +55,8 @@ def child_tmp() -> Iterator[Path]:
         yield path
 
 
-_EXIT = {"pass": 0, "fail": 1, "sigint": 2}
+_EXIT = {"pass": 0, "fail": 1, "sigint": 2, "sigterm": 2}
+_SIGNAL = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM}
 
 
 def _wait_for(marker: Path, proc: subprocess.Popen[str]) -> None:
@@ -72,7 +75,13 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.parametrize(
     ("mode", "server"),
-    [("pass", "embedded"), ("fail", "embedded"), ("sigint", "embedded"), ("sigint", "dsn")],
+    [
+        ("pass", "embedded"),
+        ("fail", "embedded"),
+        ("sigint", "embedded"),
+        ("sigint", "dsn"),
+        ("sigterm", "embedded"),
+    ],
 )
 def test_a_session_leaves_no_server_and_no_database(
     mode: str, server: str, tmp_path: Path, child_tmp: Path, pg_server_dsn: str
@@ -91,9 +100,9 @@ def test_a_session_leaves_no_server_and_no_database(
         LEAK_LABEL=label,
     )
     try:
-        if mode == "sigint":
+        if mode in _SIGNAL:
             _wait_for(marker, proc)
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(_SIGNAL[mode])
         output, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
