@@ -57,6 +57,8 @@ class _Bar:
     marks: list[tuple[int, str, bool]] = field(default_factory=list)
     """(column, op, accepted) of heartbeats, completions, failures and sends on the bar."""
     voided: set[int] = field(default_factory=set)
+    lapses: list[tuple[int, int]] = field(default_factory=list)
+    """(lease end, column of the heartbeat that revived it) for each lapse."""
 
 
 @dataclass
@@ -180,6 +182,8 @@ class _Reader:
         else:
             held.marks.append((col, op, accepted))
             if e.op == "heartbeat" and accepted:
+                if sent > held.lease_end:  # the lease had lapsed: this heartbeat revives it
+                    held.lapses.append((held.lease_end, col))
                 held.lease_end = max(held.lease_end, sent + self.lease)
             elif e.op in ("complete", "fail"):
                 self._end(held, col, e.op)
@@ -569,17 +573,13 @@ def _bar(
     )
     tail_to = end_x if end_x is not None else axis.col_x[last_col]
     if tail_to > solid + 1:
-        svg.add(
-            "rect",
-            x=f"{solid:.1f}",
-            y=y + 3,
-            width=f"{tail_to - solid:.1f}",
-            height=8,
-            fill=f"url(#{tail})",
-            stroke=colour,
-            stroke_width=0.8,
-            title=f"{what} after its lease ran out",
-        )
+        _tail(svg, solid, tail_to, y, colour, tail, f"{what} after its lease ran out")
+    for lapsed, col in b.lapses:  # a lapse the worker did not notice, drawn over the lease
+        lx, rx = axis.at(lapsed), axis.col_x[col]
+        if rx > lx + 1:
+            _tail(
+                svg, lx, rx, y, colour, tail, f"{what}: lease lapsed, then a heartbeat revived it"
+            )
     if _ghost(b) and end_x is not None and lease_x > end_x + 1:
         svg.add(
             "rect",
@@ -642,6 +642,23 @@ def _bar(
         stroke_width=2.5,
         paint_order="stroke",
         class_="job-label",
+    )
+
+
+def _tail(svg: _Svg, x0: float, x1: float, y: float, colour: str, tail: str, title: str) -> None:
+    """Draw the hatched stretch where a worker holds a job whose lease has run out."""
+    svg.add("rect", x=f"{x0:.1f}", y=y + 1, width=f"{x1 - x0:.1f}", height=12, fill="white")
+    svg.add(
+        "rect",
+        x=f"{x0:.1f}",
+        y=y + 3,
+        width=f"{x1 - x0:.1f}",
+        height=8,
+        fill=f"url(#{tail})",
+        stroke=colour,
+        stroke_width=0.8,
+        title=title,
+        class_="lapsed",
     )
 
 

@@ -152,6 +152,19 @@ def test_accepted_heartbeat_extends_the_lease_and_a_refused_one_does_not() -> No
     assert len(_classed(_svg(h), "heartbeat", "rejected")) == 1
 
 
+def test_a_lapse_revived_by_a_heartbeat_is_drawn_as_lapsed() -> None:
+    """A heartbeat accepted after the lease ran out leaves the lapse visible, once."""
+    h = _story()
+    h.add(45 * SECOND, "w0", "heartbeat", "invoke", job="job1", token="1")
+    h.add(45 * SECOND, "w0", "heartbeat", "ok", job="job1", token="1", value=True)
+    h.add(50 * SECOND, "w0", "complete", "invoke", job="job1", token="1")
+    h.add(50 * SECOND, "w0", "complete", "ok", job="job1", token="1", value=True)
+    root = _svg(h)
+    [bar] = _classed(root, "lease")
+    assert bar.get("data-lease-end") == str(75 * SECOND)
+    assert len(_classed(root, "lapsed")) == 1
+
+
 def test_crash_ends_the_bar() -> None:
     """A crashed worker's claim ends at the crash."""
     h = _story()
