@@ -59,7 +59,7 @@ def probe(server: Server) -> Server:
             janitor.check_may_create(conn)
     except psycopg.OperationalError as exc:
         server.stop()
-        reason = " ".join(str(exc).split()).rstrip(".")
+        reason = _reason(exc)
         raise ServerUnavailable(
             f"cannot connect to PostgreSQL ({server.source}): {reason}; check the server is up "
             "and the DSN (--pg-dsn / LEASECHECK_DSN) is right, or omit it for the embedded server"
@@ -68,6 +68,12 @@ def probe(server: Server) -> Server:
         server.stop()
         raise ServerUnavailable(str(exc)) from None
     return server
+
+
+def _reason(exc: psycopg.OperationalError) -> str:
+    """Return libpq's reason on one line, without its indented hints (ours follows)."""
+    lines = [" ".join(line.split()) for line in str(exc).splitlines() if line[:1].strip()]
+    return "; ".join(lines).rstrip(".")
 
 
 def from_dsn(dsn: str) -> Server:
