@@ -83,6 +83,7 @@ def _summary(column: report.Column) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    args.cache, args.out = args.cache.resolve(), args.out.resolve()
     try:
         chosen = targets.select(args.only)
     except ValueError as exc:

@@ -45,7 +45,9 @@ def copy_counterexamples(column: Column, out: Path) -> dict[str, list[str]]:
         json_file = home / f"{prop}.json"
         if json_file.exists() and not (home / f"{prop}.svg").exists():
             kept += _svg(json_file)
-        copied[prop] = sorted(str(p.relative_to(out)) for p in kept)
+        order = {".txt": 0, ".svg": 1, ".json": 2}
+        kept.sort(key=lambda p: order.get(p.suffix, 3))
+        copied[prop] = [str(p.relative_to(out)) for p in kept]
     return copied
 
 

@@ -109,7 +109,9 @@ def _read_junit(path: Path) -> tuple[str, list[str]]:
                     outcome = f"{child.tag}: {first[0] if first else '(no message)'}"
                     break
         elif name.startswith(GAPS):
-            gaps += [c.get("message", "") for c in children if c.tag == "skipped"]
+            gap = name.removeprefix(GAPS).removesuffix("]")
+            messages = [c.get("message", "") for c in children if c.tag == "skipped"]
+            gaps += [m for m in messages if m.startswith(f"{gap}: ")]
     return outcome, gaps
 
 
