@@ -13,6 +13,7 @@ heartbeat lease, the form of every message, and the payload size.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import socket
 from collections.abc import Callable, Iterator
@@ -119,6 +120,20 @@ def test_unknown_pg_value_stops_the_run_in_one_line(tmp_path: Path) -> None:
         _session(tmp_path, "--pg=podman"),
         "unknown --pg value 'podman': use one of embedded, docker, dsn",
     )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to `nobody`")
+def test_a_tmpdir_closed_to_the_server_user_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    """As root the embedded server runs as nobody, who cannot enter pytest's private tmpdirs."""
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    line = _one_line(
+        _session(closed, "--pg=embedded"),
+        "the embedded PostgreSQL did not start",
+        "is closed to the user 'nobody' the server runs as",
+        "set TMPDIR to a directory others may enter",
+    )
+    assert str(closed) in line or str(tmp_path) in line
 
 
 def test_missing_queue_module_stops_the_run_in_one_line(tmp_path: Path) -> None:
