@@ -40,6 +40,17 @@ How chancy maps onto the contract (read from chancy's `worker.py`, `app.py`,
   only written, never compared), so no `advance_clock` is needed. A job's default
   `scheduled_at` is the wall clock's now, before the simulated epoch: due at once.
 
+What the machine finds (`--hypothesis-profile ci`, each violated property excused in
+turn): 0.25.1 breaks fencing (a re-fetched job repeats its token: there is none),
+single-completion (the recovered execution's late completion is written as well as the
+new owner's), no-lost-jobs (its echo), exclusive-lease and retry-cap; 0.26.0 keeps
+single-completion, unique-effects and atomic-rejection but breaks retry-cap (recovery
+raises the cap), fencing (the per-worker heartbeat of a recovered claim is accepted),
+owner-progress (recovery ends an execution even when nobody fetched the job again;
+its late completion is then dropped), exclusive-lease (the worker is not told through
+its heartbeat, so it goes on believing it holds the job) and no-lost-jobs (a job the
+cap should have retired is fetched again after a recovery).
+
 chancy runs on an `AsyncConnectionPool` of its own; the adapter gives the `Chancy` app
 a pool that lends the harness's sync connection as an async one (`_PinnedPool`), so the
 statements and transactions are chancy's own, on the harness's connection. Jobs are

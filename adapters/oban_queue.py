@@ -36,6 +36,15 @@ How oban maps onto the contract (read from oban's `_query.py`, `_producer.py`,
 - Time: every query says `timezone('UTC', now())`, which the harness shadows; no
   `advance_clock` is needed.
 
+What the machine finds (`--hypothesis-profile ci`, each violated property excused in
+turn): 0.6.3 breaks single-completion (a rescued execution's late ack completes the job
+a second time), fencing, exclusive-lease and no-lost-jobs; 0.6.7 keeps single-completion
+but breaks fencing (a late ack or failure of the rescued execution is taken while the
+new owner runs), exclusive-lease (that late failure makes the job fetchable again under
+its owner) and owner-progress; 0.7.0 breaks only owner-progress: a rescue ends the
+execution even when nobody fetched the job again, and the late ack is then refused
+(the job runs again: at-least-once, by design).
+
 oban's `Query` only accepts an `AsyncConnectionPool`; the adapter builds it around a
 pool that lends the harness's sync connection as an async one (`_PinnedPool`), so the
 statements, arguments and transactions are oban's own, on the harness's connection.
