@@ -68,12 +68,22 @@ def test_reference_survives_the_kill_budget(pool: actors.Pool) -> None:
 
 
 def test_naive_queue_shrinks_to_the_story(pool: actors.Pool) -> None:
-    """Shrunk, the naive queue's failure is the story: one job, two committed completions.
-
-    (The shrunk program is 12 rules today, the story needs 4: preconditions make
-    Hypothesis's step deletions misalign; see the README.)
-    """
+    """Shrunk, the naive queue's failure is the story, in at most 7 steps: a worker
+    claims, sleeps past its lease while another reclaims, wakes and completes too."""
     shrink = settings(KILL, phases=(Phase.generate, Phase.shrink))
     error = _violated(contract.load(mutants.ALL["naive"]), pool, shrink)
     assert error.violation.prop == "single-completion"
     assert "completed 2 times" in str(error)
+    steps = program(error)
+    assert steps[0].startswith("state.start("), steps
+    assert any(s.startswith("state.asleep(") for s in steps), steps
+    assert len(steps) <= 7, "\n".join(steps)
+
+
+def program(error: BaseException) -> list[str]:
+    """Return the rule calls of the program Hypothesis reports for a failure."""
+    notes = "\n".join(getattr(error, "__notes__", []))
+    calls = [line for line in notes.splitlines() if line.startswith("state.")]
+    judged = ("state.every_property_holds()", "state.teardown()")
+    assert calls, f"no program in the failure report:\n{notes}"
+    return [c for c in calls if c not in judged]

@@ -31,6 +31,7 @@ from stateful import properties as P
 from stateful.contract import Capabilities, Claim, Queue, capabilities
 from stateful.history import History
 from stateful.model import Oracle
+from stateful.moves import PICK, STALL, TAKE, Stall, Take
 from stateful.properties import PropertyViolated, Violation
 from stateful.timeline import render
 from stateful.workers import Held, Worker
@@ -39,8 +40,6 @@ SECOND = 1_000_000  # simulated time is kept in integer microseconds
 LEASE = 30 * SECOND
 BEAT = 10 * SECOND
 MAX_JOBS = 3
-PICK = st.integers(min_value=0, max_value=7)
-WAKE_UP = ("nothing", "complete", "fail", "heartbeat")
 
 _ERRORS: dict[str, type[PropertyViolated]] = {}
 
@@ -394,10 +393,16 @@ class LeaseMachine(RuleBasedStateMachine):
         note(f"t={_seconds(self.now)} enqueue {label}")
 
     @precondition(lambda self: len(self.jobs) < MAX_JOBS)
-    @rule()
-    def enqueue(self) -> None:
+    @rule(jobs=st.integers(min_value=1, max_value=MAX_JOBS - 1))
+    def enqueue(self, jobs: int) -> None:
+        """The producer adds jobs (never more than MAX_JOBS in one example).
+
+        It takes an argument only so that it sorts after `asleep` and `claim`: see
+        `stateful.moves`.
+        """
         with self._step():
-            self._enqueue()
+            for _ in range(min(jobs, MAX_JOBS - len(self.jobs))):
+                self._enqueue()
 
     @precondition(
         lambda self: (
@@ -405,12 +410,12 @@ class LeaseMachine(RuleBasedStateMachine):
             and any(not j.finished for j in self.oracle.jobs.values())
         )
     )
-    @rule(pick=PICK, hold=st.booleans())
-    def claim(self, pick: int, hold: bool) -> None:
-        """A worker claims the next job; with `hold`, inside a transaction it keeps open."""
+    @rule(how=TAKE)
+    def claim(self, how: Take) -> None:
+        """A worker claims the next job; with `held`, inside a transaction it keeps open."""
         with self._step():
-            w = self._pick([w for w in self.workers if w.can_act], pick)
-            if hold and w.txn is None and self.caps.held_transactions:
+            w = self._pick([w for w in self.workers if w.can_act], how.worker)
+            if how.held and w.txn is None and self.caps.held_transactions:
                 self._begin(w)
             self._claim(w)
 
@@ -591,16 +596,17 @@ class LeaseMachine(RuleBasedStateMachine):
         note(f"t={_seconds(self.now)} {w.name} resumes")
 
     @precondition(lambda self: any(not w.paused and w.granted for w in self.workers))
-    @rule(pick=PICK, reclaim=st.booleans(), then=st.sampled_from(WAKE_UP))
-    def stall(self, pick: int, reclaim: bool, then: str) -> None:
-        """The story's pause in one step: freeze past the end of the lease, then wake.
+    @rule(how=STALL)
+    def asleep(self, how: Stall) -> None:
+        """The story's pause in one step: a worker sleeps past the end of its lease, then wakes.
 
-        With `reclaim`, the first other worker that can act claims while it is frozen.
+        Unless it sleeps `alone`, the first other worker that can act claims meanwhile.
         `then` is what the woken worker does first with the job it was working on,
-        not knowing whether it still owns it: nothing, complete, fail or heartbeat.
+        not knowing whether it still owns it: complete, fail, heartbeat or nothing.
+        (Named to sort first among the rules: see `stateful.moves`.)
         """
         with self._step():
-            w = self._pick([w for w in self.workers if not w.paused and w.granted], pick)
+            w = self._pick([w for w in self.workers if not w.paused and w.granted], how.worker)
             w.paused = True
             work = max(w.granted, key=lambda h: h.grant.lease_end if h.grant else 0)
             end = work.grant.lease_end if work.grant else self.now
@@ -608,9 +614,10 @@ class LeaseMachine(RuleBasedStateMachine):
             self.history.add(self.now, w.name, "pause", "event", note="stall")
             self._advance(max(end + 1, self.now + 1))
             others = [o for o in self.workers if o is not w and o.can_act]
-            if reclaim and others:
+            if not how.alone and others:
                 self._claim(others[0])
             self._resume(w)
+            then = how.then
             if then == "heartbeat" and not self.caps.heartbeats:
                 then = "nothing"
             if then != "nothing" and work in w.held and w.can_act:
@@ -648,7 +655,7 @@ class LeaseMachine(RuleBasedStateMachine):
             self.history.add(self.now, w.name, "cut", "event", note="backend terminated")
 
     @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second"]))
-    def advance_clock(self, to: str) -> None:
+    def time_passes(self, to: str) -> None:
         """Let time pass; running workers' heartbeats fire on schedule meanwhile."""
         with self._step():
             ends = self._lease_ends()
@@ -669,7 +676,7 @@ class LeaseMachine(RuleBasedStateMachine):
         )
     )
     @rule(pick=PICK)
-    def begin(self, pick: int) -> None:
+    def open_transaction(self, pick: int) -> None:
         """Open a transaction the worker's next calls run inside, held across steps."""
         with self._step():
             self._begin(self._pick([w for w in self.workers if w.can_act and w.txn is None], pick))
@@ -682,7 +689,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: any(w.can_act and w.txn is not None for w in self.workers))
     @rule(pick=PICK, commit=st.booleans())
-    def end_transaction(self, pick: int, commit: bool) -> None:
+    def close_transaction(self, pick: int, commit: bool) -> None:
         """Commit or roll back a held transaction; calls blocked behind it go on."""
         with self._step():
             w = self._pick([w for w in self.workers if w.can_act and w.txn is not None], pick)

@@ -1,0 +1,46 @@
+"""The composite arguments of the machine's two story rules, and why they are composite.
+
+Hypothesis orders a machine's rules by their number of arguments, then by name, and
+it extends every new prefix of an early example with the simplest choices: the first
+rule whose precondition holds, with every argument at its simplest. Whatever sorts
+first therefore runs again and again in about half of the first examples. Giving the
+stall and the claim one argument each, and names that sort first (`asleep`, then
+`claim`), makes that default continuation the story itself: a worker claims, falls
+asleep past its lease, another reclaims, the sleeper wakes and completes. The
+simplest value of each field is the move most likely to expose a race, so shrinking
+toward it also shortens the counterexample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+PICK = st.integers(min_value=0, max_value=7)
+"""An index into the workers (or held claims) eligible for a rule, taken modulo their count."""
+
+WAKE_UP = ("complete", "fail", "heartbeat", "nothing")
+"""What a worker that wakes does first with the job it was working on (simplest first)."""
+
+
+@dataclass(frozen=True)
+class Take:
+    """Which eligible worker claims, and whether inside a transaction it keeps open."""
+
+    worker: int
+    held: bool
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Which worker falls asleep past its lease, whether it sleeps alone, and what it does
+    on waking. `alone=False` (the simplest) means another worker reclaims meanwhile."""
+
+    worker: int
+    alone: bool
+    then: str
+
+
+TAKE = st.builds(Take, worker=PICK, held=st.booleans())
+STALL = st.builds(Stall, worker=PICK, alone=st.booleans(), then=st.sampled_from(WAKE_UP))
