@@ -19,7 +19,7 @@ def reference_database(pg_dsn: str | None) -> Iterator[str]:
         with janitor.temporary(pg_dsn or (server.dsn if server else ""), "bench") as dsn:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 clock.install(conn)
-                conn.execute(f"set search_path = {clock.SEARCH_PATH}")
+                clock.use_simulated_time(conn)
                 contract.load("reference.queue:ReferenceQueue").install(conn)
             yield dsn
     finally:

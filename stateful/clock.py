@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import Connection
+from psycopg import Connection, sql
 
 from stateful.sqlfile import load
 
@@ -27,6 +27,12 @@ def install(conn: Connection[Any]) -> None:
     """Create the harness schema in a database the suite created."""
     with conn.transaction():
         conn.execute(QUERIES["install"].text)
+
+
+def use_simulated_time(conn: Connection[Any]) -> None:
+    """Put the harness schema before `pg_catalog` on `conn`, as `connect` does."""
+    schemas = [sql.Identifier(name.strip()) for name in SEARCH_PATH.split(",")]
+    conn.execute(sql.SQL("set search_path = {}").format(sql.SQL(", ").join(schemas)))
 
 
 def connect(dsn: str, **kwargs: Any) -> Connection[Any]:

@@ -134,7 +134,15 @@ def load(spec: str) -> Queue:
         raise ContractError(
             f"--queue-impl {spec!r}: module {module_name} has no attribute {attr!r}"
         ) from None
-    queue: Any = target() if inspect.isclass(target) or inspect.isfunction(target) else target
+    queue: Any = target
+    if inspect.isclass(target) or inspect.isfunction(target):
+        try:
+            queue = target()
+        except Exception as exc:
+            raise ContractError(
+                f"--queue-impl {spec!r}: calling {attr}() failed: {type(exc).__name__}: {exc}; "
+                "it must build the queue with no arguments"
+            ) from None
     missing = [m for m in REQUIRED if not hasattr(queue, m)]
     if missing:
         raise ContractError(

@@ -33,6 +33,7 @@ from stateful.history import History
 from stateful.model import Oracle
 from stateful.moves import PICK, STALL, TAKE, Stall, Take
 from stateful.properties import PropertyViolated, Violation
+from stateful.svg import render_svg
 from stateful.timeline import render
 from stateful.workers import Held, Worker
 
@@ -59,7 +60,7 @@ class Recorder:
     last: dict[str, tuple[Violation, History, str]] = field(default_factory=dict)
 
     def write(self, directory: Path, stem: str) -> list[Path]:
-        """Write each recorded failure as JSON and as a text timeline; return the paths."""
+        """Write each recorded failure as JSON, a text timeline and an SVG; return the paths."""
         written = []
         for prop, (violation, history, timeline) in self.last.items():
             base = directory / f"{stem}-{prop}"
@@ -67,7 +68,9 @@ class Recorder:
                 base.with_suffix(".json"), {"property": prop, "violation": str(violation)}
             )
             base.with_suffix(".txt").write_text(timeline + "\n")
-            written += [base.with_suffix(".json"), base.with_suffix(".txt")]
+            picture = render_svg(history, str(violation), prop, SECOND, LEASE)
+            base.with_suffix(".svg").write_text(picture, encoding="utf-8")
+            written += [base.with_suffix(s) for s in (".json", ".txt", ".svg")]
         return written
 
 

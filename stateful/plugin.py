@@ -93,7 +93,7 @@ def installed_dsn(pg_database: str, queue_impl: contract.Queue) -> str:
     """Return a DSN for this worker's database with the harness and the queue installed."""
     with psycopg.connect(pg_database, autocommit=True) as conn:
         clock.install(conn)
-        conn.execute(f"set search_path = {clock.SEARCH_PATH}")
+        clock.use_simulated_time(conn)
         queue_impl.install(conn)
     return pg_database
 
@@ -108,7 +108,7 @@ def reference_schema_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[s
     with janitor.temporary(pg_server_dsn, f"{worker_id_label}_ref") as dsn:
         with psycopg.connect(dsn, autocommit=True) as conn:
             clock.install(conn)
-            conn.execute(f"set search_path = {clock.SEARCH_PATH}")
+            clock.use_simulated_time(conn)
             contract.load(DEFAULT_IMPL).install(conn)
         yield dsn
 
