@@ -8,6 +8,7 @@ The worker loop (`reference.worker`) and the demo call this module; they hold no
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,13 +33,17 @@ def _sql(name: str) -> str:
     return QUERIES[name].text
 
 
+MAX_PAYLOAD_BYTES = 1_000_000
+"""A job carries what its worker needs to find the work, not the work: 1 MB of JSON at most."""
+
+
 def check_worker(worker: str) -> str:
     """Return `worker` if it is a usable name, else raise BadInput."""
     if not worker or not worker.strip():
         raise BadInput("worker name is empty: give each worker a short non-blank name")
     if len(worker) > MAX_WORKER_NAME:
         raise BadInput(
-            f"worker name is {len(worker)} characters long: keep it under {MAX_WORKER_NAME}"
+            f"worker name is {len(worker)} characters long: keep it at most {MAX_WORKER_NAME}"
         )
     return worker
 
@@ -70,7 +75,15 @@ class ReferenceQueue:
         conn.execute(_sql("reset"))
 
     def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> int:
-        params = {"payload": Jsonb(payload), "max_attempts": self.max_attempts}
+        text = json.dumps(payload)
+        size = len(text.encode())
+        if size > MAX_PAYLOAD_BYTES:
+            raise BadInput(
+                f"payload is {size} bytes of JSON: keep it at most {MAX_PAYLOAD_BYTES}; "
+                "store big data elsewhere and enqueue a reference to it"
+            )
+        payload_json = Jsonb(payload, dumps=lambda _: text)
+        params = {"payload": payload_json, "max_attempts": self.max_attempts}
         try:
             row = conn.execute(_sql("enqueue"), params).fetchone()
         except psycopg.errors.UntranslatableCharacter:
