@@ -19,4 +19,6 @@ ALL = {
     "unfenced-heartbeat": "mutants.unfenced_heartbeat:UnfencedHeartbeat",
     "unfenced-fail": "mutants.unfenced_fail:UnfencedFail",
     "fail-gives-up": "mutants.fail_gives_up:FailGivesUp",
+    "reaper-by-id": "mutants.reaper_by_id:ReaperById",
+    "lifeline-by-age": "mutants.lifeline_by_age:LifelineByAge",
 }

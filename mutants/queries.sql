@@ -73,3 +73,22 @@ update jobs
    set status = 'done', locked_by = null, lease_until = null, finished_at = now()
  where id = %(id)s and attempt = %(attempt)s and status = 'running' and lease_until >= now()
 returning id
+
+-- name: reaper_expired
+-- reaper-by-id: the reaper's first statement, which finds expired jobs (attempts left).
+select id from jobs
+ where status = 'running' and lease_until < now() and attempt < max_attempts
+
+-- name: reaper_reset_by_id
+-- reaper-by-id: its second statement puts them back by id only, not re-checking that they
+-- are still running and still expired.
+update jobs
+   set status = 'queued', locked_by = null, lease_until = null
+ where id = any(%(ids)s)
+
+-- name: lifeline_rescue
+-- lifeline-by-age: rescue running jobs claimed longer than a lease ago, whatever their
+-- heartbeats say.
+update jobs
+   set status = 'queued', locked_by = null, lease_until = null
+ where status = 'running' and claimed_at < now() - %(lease)s and attempt < max_attempts

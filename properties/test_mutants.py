@@ -8,7 +8,7 @@ off (it changes nothing about which property broke and costs most of the time);
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -17,6 +17,7 @@ from hypothesis.stateful import run_state_machine_as_test
 import mutants
 from stateful import actors, contract
 from stateful.machine import Harness, LeaseMachine
+from stateful.moves import Stall, Take
 from stateful.properties import PropertyViolated
 
 KILL = settings(
@@ -87,3 +88,44 @@ def program(error: BaseException) -> list[str]:
     judged = ("state.every_property_holds()", "state.teardown()")
     assert calls, f"no program in the failure report:\n{notes}"
     return [c for c in calls if c not in judged]
+
+
+def _river_1302(machine: LeaseMachine) -> None:
+    """The River #1302 race as rule calls: the owner's late completion commits while a
+    reaper that selected the expired job waits on its row lock."""
+    steps: list[Callable[[], object]] = [
+        lambda: machine.start(workers=2),
+        lambda: machine.claim(how=Take(worker=0, held=False)),
+        lambda: machine.asleep(how=Stall(worker=0, alone=True, then="nothing")),
+        lambda: machine.open_transaction(pick=0),
+        lambda: machine.complete(pick=0),
+        lambda: machine.claim(how=Take(worker=1, held=False)),  # the reaper blocks here
+        lambda: machine.close_transaction(pick=0, commit=True),
+    ]
+    try:
+        for step in steps:
+            step()
+            machine.every_property_holds()
+        machine.teardown()
+    except BaseException:
+        machine._clean_up()
+        raise
+
+
+@pytest.mark.parametrize(
+    ("spec", "caught"),
+    [("mutants.reaper_by_id:ReaperById", True), ("reference.queue:ReferenceQueue", False)],
+    ids=["reaper-by-id", "reference"],
+)
+def test_the_reaper_race_is_reachable(spec: str, caught: bool, pool: actors.Pool) -> None:
+    """The machine's own rules reach River #1302's race, and the oracle names it; the
+    reference queue, driven through the very same steps, keeps every property."""
+    harness = Harness(queue=contract.load(spec), pool=pool)
+    harness.reset()
+    machine = LeaseMachine(harness)
+    if not caught:
+        _river_1302(machine)
+        return
+    with pytest.raises(PropertyViolated) as error:
+        _river_1302(machine)
+    assert error.value.violation.prop in ("single-completion", "no-lost-jobs", "fencing")

@@ -23,7 +23,7 @@ with exhausted as (
 )
 update jobs
    set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
-       lease_until = now() + %(lease)s
+       lease_until = now() + %(lease)s, claimed_at = now()
   from next
  where jobs.id = next.id
 returning jobs.id, jobs.attempt

@@ -10,6 +10,7 @@ create table jobs (
     max_attempts integer not null default 3 check (max_attempts > 0),
     locked_by    text,
     lease_until  timestamptz,
+    claimed_at   timestamptz,
     last_error   text,
     created_at   timestamptz not null default now(),
     finished_at  timestamptz,

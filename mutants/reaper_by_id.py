@@ -1,0 +1,34 @@
+"""reaper-by-id — a reaper finds expired jobs, then resets them by id alone.
+
+Source: River issue #1302 (a rescuer that selected stuck jobs and then updated them
+by id, racing a completion that committed in between). The owner's late completion
+commits while the reaper waits on its row lock; the reaper then puts the finished job
+back in the queue, and it runs again.
+Caught by: owner-progress, first: even without the race, giving an expired job back
+refuses its late owner although nobody replaced it. The race itself (a finished job
+put back and handed out again: no-lost-jobs, then single-completion) needs the owner's
+completion held open while the reaper waits; random search rarely lines that up, so
+`test_the_reaper_race_is_reachable` drives the machine's own rules along it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from psycopg import Connection
+
+from mutants._base import sql
+from reference.queue import ReferenceQueue
+from stateful.contract import Claim
+
+
+class ReaperById(ReferenceQueue):
+    name = "reaper-by-id"
+    expected = ("owner-progress", "single-completion", "no-lost-jobs", "fencing")
+
+    def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
+        ids = [row[0] for row in conn.execute(sql("reaper_expired")).fetchall()]
+        if ids:
+            conn.execute(sql("reaper_reset_by_id"), {"ids": ids})
+        return super().claim(conn, worker, lease)
