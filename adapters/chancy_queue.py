@@ -52,7 +52,7 @@ its heartbeat, so it goes on believing it holds the job) and no-lost-jobs (a job
 cap should have retired is fetched again after a recovery).
 
 chancy runs on an `AsyncConnectionPool` of its own; the adapter gives the `Chancy` app
-a pool that lends the harness's sync connection as an async one (`_PinnedPool`), so the
+a pool that lends the harness's sync connection as an async one (`PinnedPool`), so the
 statements and transactions are chancy's own, on the harness's connection. Jobs are
 pushed with chancy's `sync_push_many_ex` on a cursor of that connection.
 """
@@ -62,8 +62,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Coroutine, Iterable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Coroutine
+from contextlib import suppress
 from datetime import timedelta
 from importlib.metadata import version
 from pathlib import Path
@@ -74,9 +74,10 @@ from chancy import Queue as QueueConfig
 from chancy.executors.asyncex import AsyncExecutor
 from chancy.plugin import Plugin
 from chancy.plugins.recovery import Recovery
-from psycopg import Connection, Cursor
+from psycopg import Connection
 from psycopg.rows import dict_row
 
+from adapters._pinned import PinnedPool
 from stateful.contract import Claim, Effect
 from stateful.sqlfile import load
 
@@ -109,70 +110,6 @@ class Execution:
         return self.key
 
 
-class _PinnedCursor:
-    """An async face on one sync cursor, as much of it as chancy uses."""
-
-    def __init__(self, cursor: Cursor[Any]) -> None:
-        self._cursor = cursor
-
-    @property
-    def rowcount(self) -> int:
-        return self._cursor.rowcount
-
-    async def execute(self, query: Any, params: Any = None) -> _PinnedCursor:
-        self._cursor.execute(query, params)
-        return self
-
-    async def executemany(self, query: Any, params: Iterable[Any], returning: bool = False) -> None:
-        self._cursor.executemany(query, params, returning=returning)
-
-    def nextset(self) -> bool | None:
-        return self._cursor.nextset()
-
-    async def fetchone(self) -> Any:
-        return self._cursor.fetchone()
-
-    async def fetchall(self) -> list[Any]:
-        return self._cursor.fetchall()
-
-    async def __aenter__(self) -> _PinnedCursor:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._cursor.close()
-
-
-class _PinnedConnection:
-    """An async face on the harness's sync connection."""
-
-    def __init__(self, conn: Connection[Any]) -> None:
-        self._conn = conn
-
-    def cursor(self, row_factory: Any = None) -> _PinnedCursor:
-        if row_factory is None:
-            return _PinnedCursor(self._conn.cursor())
-        return _PinnedCursor(self._conn.cursor(row_factory=row_factory))
-
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
-        with self._conn.transaction():
-            yield
-
-
-class _PinnedPool:
-    """What chancy asks of its pool: a connection, always the harness's."""
-
-    def __init__(self, conn: Connection[Any]) -> None:
-        self.conn = _PinnedConnection(conn)
-
-    async def open(self) -> None:
-        """Nothing to open: the harness owns the connection."""
-
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[_PinnedConnection]:
-        yield self.conn
-
-
 class _Updates(Plugin):  # type: ignore[misc]  # chancy ships no type information
     """Collects the job updates chancy reports as written (`on_job_updated`)."""
 
@@ -191,7 +128,7 @@ class _Updates(Plugin):  # type: ignore[misc]  # chancy ships no type informatio
 def _app(conn: Connection[Any], *plugins: Plugin) -> Chancy:
     """Return a Chancy app whose pool is the harness's connection."""
     app = Chancy("postgresql://", plugins=[Recovery(), *plugins], no_default_plugins=True, log=LOG)
-    app.pool = cast(Any, _PinnedPool(conn))
+    app.pool = cast(Any, PinnedPool(conn))
     return app
 
 
@@ -205,7 +142,7 @@ def _worker(app: Chancy, name: str, lease: timedelta) -> Worker:
 
 
 def _pinned(app: Chancy) -> Any:
-    return cast(_PinnedPool, app.pool).conn
+    return cast(PinnedPool, app.pool).conn
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:

@@ -46,7 +46,7 @@ execution even when nobody fetched the job again, and the late ack is then refus
 (the job runs again: at-least-once, by design).
 
 oban's `Query` only accepts an `AsyncConnectionPool`; the adapter builds it around a
-pool that lends the harness's sync connection as an async one (`_PinnedPool`), so the
+pool that lends the harness's sync connection as an async one (`PinnedPool`), so the
 statements, arguments and transactions are oban's own, on the harness's connection.
 """
 
@@ -54,8 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Coroutine, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Coroutine, Sequence
 from datetime import datetime, timedelta
 from importlib.metadata import version
 from typing import Any, TypeVar, cast
@@ -63,8 +62,9 @@ from typing import Any, TypeVar, cast
 from oban._executor import AckAction, Executor
 from oban._query import Query
 from oban.job import Job
-from psycopg import Connection, Cursor
+from psycopg import Connection
 
+from adapters._pinned import PinnedPool
 from stateful.contract import Claim, Effect
 
 QUEUE = "leasecheck"
@@ -90,68 +90,10 @@ class LeasecheckWorker:
         return 0
 
 
-class _PinnedCursor:
-    """An async face on one sync cursor, as much of it as oban's `Query` uses."""
-
-    def __init__(self, cursor: Cursor[Any]) -> None:
-        self._cursor = cursor
-
-    @property
-    def rowcount(self) -> int:
-        return self._cursor.rowcount
-
-    async def execute(self, query: Any, params: Any = None) -> _PinnedCursor:
-        self._cursor.execute(query, params)
-        return self
-
-    async def fetchone(self) -> Any:
-        return self._cursor.fetchone()
-
-    async def fetchall(self) -> list[Any]:
-        return self._cursor.fetchall()
-
-    async def __aenter__(self) -> _PinnedCursor:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._cursor.close()
-
-
-class _PinnedConnection:
-    """An async face on the harness's sync connection."""
-
-    def __init__(self, conn: Connection[Any]) -> None:
-        self._conn = conn
-
-    async def execute(self, query: Any, params: Any = None) -> _PinnedCursor:
-        return await _PinnedCursor(self._conn.cursor()).execute(query, params)
-
-    def cursor(self, row_factory: Any = None) -> _PinnedCursor:
-        if row_factory is None:
-            return _PinnedCursor(self._conn.cursor())
-        return _PinnedCursor(self._conn.cursor(row_factory=row_factory))
-
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
-        with self._conn.transaction():
-            yield
-
-
-class _PinnedPool:
-    """What oban's `Query` asks of its pool: a connection, always the harness's."""
-
-    def __init__(self, conn: Connection[Any]) -> None:
-        self._conn = _PinnedConnection(conn)
-
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[_PinnedConnection]:
-        yield self._conn
-
-
 def _query(conn: Connection[Any]) -> Query:
     """Return oban's `Query` on the harness's connection (its pool type check bypassed)."""
     query = Query.__new__(Query)
-    query._pool = cast(Any, _PinnedPool(conn))
+    query._pool = cast(Any, PinnedPool(conn))
     query._prefix = "public"
     return query
 
