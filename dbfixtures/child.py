@@ -97,6 +97,13 @@ def run(argv: list[str], tmp: Path, cwd: Path = REPO, timeout: float = 120, **en
     return Finished(done.returncode, done.stdout)
 
 
+def _interruptible() -> None:
+    """Give the child the default SIGINT: a shell's background job (as CI may run the
+    suite) starts with SIGINT ignored, which the child would inherit across exec, and
+    Python would then never raise KeyboardInterrupt for the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(argv: list[str], tmp: Path, cwd: Path = REPO, **env: str) -> subprocess.Popen[str]:
     """Start a child session and return it still running (its output is piped)."""
     return subprocess.Popen(
@@ -106,6 +113,7 @@ def start(argv: list[str], tmp: Path, cwd: Path = REPO, **env: str) -> subproces
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=_interruptible,
     )
 
 
