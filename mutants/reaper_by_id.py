@@ -9,8 +9,9 @@ refuses its late owner although nobody replaced it. The race itself needs a
 transaction held open while the reaper waits on the row: a completion that commits
 meanwhile is undone (a finished job handed out again: no-lost-jobs, single-completion),
 a fresh claim that commits meanwhile is reset under its owner (exclusive-lease).
-Random search finds it in a median of 39 examples; `test_the_reaper_race_is_reachable`
-also drives the machine's own rules along the completion case.
+Random search kills the mutant in a median of 39 examples, but on the race itself in only
+2 of 20 seeds (18 die first on owner-progress); `test_the_reaper_race_is_reachable`
+drives the machine's own rules along the completion case, so the race has a test.
 """
 
 from __future__ import annotations
