@@ -36,11 +36,15 @@ def worker_id_label() -> str:
 
 def test_holds_a_database(pg_database, pg_server):
     emb = pg_server.embedded
-    Path(os.environ["LEAK_MARKER"]).write_text(json.dumps({
+    # Written aside, then renamed: the parent signals as soon as the marker exists.
+    marker = Path(os.environ["LEAK_MARKER"])
+    draft = marker.with_suffix(".draft")
+    draft.write_text(json.dumps({
         "database": pg_database,
         "root": str(emb.root) if emb else None,
         "pid": emb.pid if emb else None,
     }))
+    draft.replace(marker)
     if os.environ["LEAK_MODE"] == "fail":
         raise AssertionError("this failure is on purpose")
     if os.environ["LEAK_MODE"].startswith("sig"):
