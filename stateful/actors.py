@@ -29,6 +29,8 @@ from stateful import clock
 SAFETY_TIMEOUT = 30.0
 SPARES = 2
 """Connections kept open ahead of need, for the workers that crashes and cuts replace."""
+FIRST_LOOK = 0.0002
+"""Seconds before `settle` first asks whether a call finished or waits on a lock."""
 
 
 class Stuck(RuntimeError):
@@ -49,6 +51,8 @@ class Session:
     pending: Future[Any] | None = None
     terminated: bool = False
     invoked: int = 0
+    used: bool = False
+    """Whether a call was sent on it since the pool handed it out."""
 
     @property
     def pid(self) -> int:
@@ -108,6 +112,7 @@ class Pool:
         if self._free:
             session = self._free.pop()
             session.label = label
+            session.used = False
             return session
         self._count += 1
         executor = ThreadPoolExecutor(1, thread_name_prefix=f"leasecheck-{self._count}")
@@ -198,6 +203,7 @@ def submit(session: Session, call: Callable[[Connection[Any]], Any]) -> Future[A
     """Start `call(conn)` on the session's thread."""
     assert session.pending is None, f"{session.label} already has a call in flight"
     session.invoked = next(_INVOCATIONS)
+    session.used = True
     future = session.executor.submit(call, session.conn)
     session.pending = future
     return future
@@ -213,7 +219,7 @@ def settle(pool: Pool, sessions: list[Session]) -> None:
     blocked would make the step's outcome depend on timing.
     """
     waiting = [s for s in sessions if s.pending is not None and not s.pending.done()]
-    delay = 0.0002
+    delay = FIRST_LOOK
     spent = 0.0
     while waiting:
         futures = [s.pending for s in waiting if s.pending is not None]
