@@ -1,10 +1,14 @@
-"""Benchmark (not a test): machine steps per second next to the round-trip floor.
+"""Benchmark (not a test): what a machine step costs, next to the round trips it needs.
 
     python -m bench.step_cost [--examples N] [--pg-dsn DSN] [--json PATH]
 
-Runs the machine against the reference queue and, on the same kind of
-connection in the same run, times a trivial query; prints both, the step cost as
-a multiple of one round trip, and writes them as JSON.
+Runs the same derandomized examples against the reference queue twice: once with
+every connection traced by libpq (`bench.wire`), to count the round trips a step
+sends by kind, and once timed. In the same run it times a trivial query on the
+same kind of connection (the round-trip floor) and the hollow machine
+(`bench.hollow`: Hypothesis alone). The step cost is reported as a multiple of the
+round trips the step needs (the queue's calls and the checks on them), and the
+hollow machine says how much of it no harness could remove.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from bench._db import reference_database
+from bench.hollow import Hollow
+from bench.wire import NEEDED, Wire
 from stateful import actors, clock, contract
 from stateful.machine import Harness, LeaseMachine
 
@@ -46,6 +52,43 @@ def _round_trip(dsn: str, n: int = 2000) -> float:
         return (time.perf_counter() - start) / n
 
 
+GOAL = 2.0
+"""A step should cost at most this multiple of the round trips its SQL needs."""
+
+SETTINGS = settings(
+    stateful_step_count=30,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def _hollow(examples: int) -> tuple[int, int, float]:
+    """Run the hollow machine (Hypothesis alone) as `_run` runs the real one."""
+    Hollow.steps = Hollow.examples = 0
+    start = time.perf_counter()
+    run_state_machine_as_test(Hollow, settings=settings(SETTINGS, max_examples=examples))
+    return Hollow.examples, Hollow.steps, time.perf_counter() - start
+
+
+def _run(dsn: str, examples: int) -> tuple[int, int, float]:
+    """Run the machine for `examples` examples; return examples, steps and seconds."""
+    _Counting.steps = _Counting.examples = 0
+    queue = contract.load("reference.queue:ReferenceQueue")
+    pool = actors.Pool(dsn)
+    harness = Harness(queue=queue, pool=pool)
+    harness.reset()
+    start = time.perf_counter()
+    run_state_machine_as_test(
+        lambda: _Counting(harness),  # type: ignore[arg-type]
+        settings=settings(SETTINGS, max_examples=examples),
+    )
+    elapsed = time.perf_counter() - start
+    pool.close()
+    return _Counting.examples, _Counting.steps, elapsed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=200)
@@ -53,38 +96,56 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=Path(".leasecheck/bench-step-cost.json"))
     args = parser.parse_args()
     with reference_database(args.pg_dsn) as dsn:
-        queue = contract.load("reference.queue:ReferenceQueue")
-        pool = actors.Pool(dsn)
-        harness = Harness(queue=queue, pool=pool)
-        harness.reset()
+        wire = Wire()
+        with wire.traced():  # the same derandomized examples, counted on the wire
+            _, traced_steps, _ = _run(dsn, args.examples)
+        trips = wire.counts
         floor = _round_trip(dsn)
-        start = time.perf_counter()
-        run_state_machine_as_test(
-            lambda: _Counting(harness),  # type: ignore[arg-type]
-            settings=settings(
-                max_examples=args.examples,
-                stateful_step_count=30,
-                deadline=None,
-                database=None,
-                derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow],
-            ),
-        )
-        elapsed = time.perf_counter() - start
-        pool.close()
-        result = {
-            "examples": _Counting.examples,
-            "steps": _Counting.steps,
-            "seconds": elapsed,
-            "steps_per_second": _Counting.steps / elapsed,
-            "examples_per_second": _Counting.examples / elapsed,
-            "round_trip_ms": floor * 1000,
-            "step_cost_in_round_trips": (elapsed / _Counting.steps) / floor,
-        }
-        for key, value in result.items():
-            print(f"{key:>26}: {value:.3f}" if isinstance(value, float) else f"{key:>26}: {value}")
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1))
+        examples, steps, elapsed = _run(dsn, args.examples)
+        floor = min(floor, _round_trip(dsn))
+    if steps != traced_steps:
+        raise SystemExit(f"the traced run took {traced_steps} steps, the timed one {steps}")
+    _, hollow_steps, hollow_elapsed = _hollow(args.examples)
+    per_step = {k: n / steps for k, n in sorted(trips.items())}
+    needed = sum(per_step.get(k, 0.0) for k in NEEDED)
+    step = elapsed / steps
+    hypothesis = hollow_elapsed / hollow_steps
+    result: dict[str, Any] = {
+        "examples": examples,
+        "steps": steps,
+        "seconds": elapsed,
+        "steps_per_second": steps / elapsed,
+        "examples_per_second": examples / elapsed,
+        "round_trip_us": floor * 1e6,
+        "step_us": step * 1e6,
+        "round_trips_per_step": per_step,
+        "needed_round_trips_per_step": needed,
+        "needed_round_trips_us": needed * floor * 1e6,
+        "hypothesis_alone_us": hypothesis * 1e6,
+        "step_cost_in_round_trips": step / floor,
+        "step_cost_vs_needed": step / (needed * floor),
+        "goal_vs_needed": GOAL,
+    }
+    _print(result)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1))
+
+
+def _print(result: dict[str, Any]) -> None:
+    for key, value in result.items():
+        if isinstance(value, dict):
+            for k, v in value.items():
+                print(f"{'round trips per step: ' + k:>36}: {v:.2f}")
+        elif isinstance(value, float):
+            print(f"{key:>36}: {value:,.2f}")
+        else:
+            print(f"{key:>36}: {value}")
+    verdict = "met" if result["step_cost_vs_needed"] <= GOAL else "not met"
+    print(
+        f"a step costs {result['step_cost_vs_needed']:.1f}x the round trips it needs "
+        f"(goal {GOAL:g}x: {verdict}); Hypothesis alone takes "
+        f"{result['hypothesis_alone_us'] / result['needed_round_trips_us']:.1f}x of them"
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,90 @@
+"""The machine's shape without its body: what Hypothesis alone costs a step.
+
+`Hollow` has the rules of `stateful.machine.LeaseMachine`, with the same names and
+argument strategies, and bodies that do nothing: no SQL, no threads, no model. Run
+with the same settings, its steps per second are the ceiling the harness cannot pass,
+so `bench.step_cost` reports it beside the real machine. Its preconditions always
+hold, so Hypothesis never has to skip a rule: a slightly low floor, not a high one.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from stateful.moves import PICK, STALL, TAKE, Stall, Take
+
+
+class Hollow(RuleBasedStateMachine):
+    """Every rule of the lease machine, doing nothing."""
+
+    steps = 0
+    examples = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        Hollow.examples += 1
+
+    @initialize(workers=st.integers(min_value=2, max_value=5))
+    def start(self, workers: int) -> None:
+        pass
+
+    @rule(jobs=st.integers(min_value=1, max_value=2))
+    def enqueue(self, jobs: int) -> None:
+        pass
+
+    @rule(how=TAKE)
+    def claim(self, how: Take) -> None:
+        pass
+
+    @rule(how=STALL)
+    def asleep(self, how: Stall) -> None:
+        pass
+
+    @rule(pick=PICK)
+    def heartbeat(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK)
+    def complete(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK)
+    def send_effect(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK)
+    def fail(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK)
+    def pause(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK)
+    def resume(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK)
+    def crash(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK)
+    def cut(self, pick: int) -> None:
+        pass
+
+    @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second"]))
+    def time_passes(self, to: str) -> None:
+        pass
+
+    @rule(pick=PICK)
+    def open_transaction(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK, commit=st.booleans())
+    def close_transaction(self, pick: int, commit: bool) -> None:
+        pass
+
+    @invariant()
+    def counted(self) -> None:
+        Hollow.steps += 1

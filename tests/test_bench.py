@@ -1,0 +1,35 @@
+"""The benchmarks' own instruments: they measure what they claim to measure."""
+
+from __future__ import annotations
+
+from hypothesis.stateful import RuleBasedStateMachine
+
+from bench.hollow import Hollow
+from bench.wire import Wire
+from stateful import clock
+from stateful.machine import LeaseMachine
+
+
+def _shape(machine: type[RuleBasedStateMachine]) -> dict[str, dict[str, str]]:
+    """Return each rule's name with its arguments' strategies, as Hypothesis sees them."""
+    state = machine.setup_state()
+    rules = [*state.initializers, *state.rules]
+    return {r.function.__name__: {name: repr(s) for name, s in r.arguments.items()} for r in rules}
+
+
+def test_the_hollow_machine_has_the_lease_machines_rules() -> None:
+    """Hypothesis's cost per step depends on the rules and strategies it draws from."""
+    assert _shape(Hollow) == _shape(LeaseMachine)
+
+
+def test_wire_counts_one_round_trip_per_statement_by_kind(installed_dsn: str) -> None:
+    """Simple and prepared statements each count once, sorted by what they touch."""
+    wire = Wire()
+    with wire.traced(), clock.connect(installed_dsn) as conn:
+        for _ in range(3):
+            conn.execute("select 1")
+        for _ in range(2):  # psycopg prepares in a round trip of its own, then binds
+            conn.execute("select %s::int", [1], prepare=True)
+        conn.execute("select 1;\nselect count(*)\nfrom leasecheck.effects")
+        conn.execute("select pg_blocking_pids(pg_backend_pid())")
+    assert wire.counts == {"queue": 6, "oracle": 1, "lock watch": 1}
