@@ -228,11 +228,14 @@ def settle(pool: Pool, sessions: list[Session]) -> None:
         running = [s for s in waiting if s.pending is not None and not s.pending.done()]
         if not running:
             return
-        waits_for = pool.blocked(running)
-        if _held_still(waits_for, sessions, running):
-            if _has_cycle(waits_for):
-                raise Deadlock("blocked calls wait on each other: " + pool.describe(running))
-            return
+        # One call with no transaction held open has nothing to be held still by
+        # (deadlock_timeout is an hour, so only a cycle of calls could): skip the look.
+        if len(running) > 1 or _holders(sessions):
+            waits_for = pool.blocked(running)
+            if _held_still(waits_for, sessions, running):
+                if _has_cycle(waits_for):
+                    raise Deadlock("blocked calls wait on each other: " + pool.describe(running))
+                return
         if spent > SAFETY_TIMEOUT:
             raise Stuck(
                 f"calls neither finished nor waited on a held transaction within "
@@ -246,11 +249,7 @@ def _held_still(
     waits_for: dict[int, list[int]], sessions: list[Session], running: list[Session]
 ) -> bool:
     """Return whether every running call waits only on transactions held between steps."""
-    holders = {
-        s.pid
-        for s in sessions
-        if not s.terminated and (s.pending is None or s.pending.done()) and s.in_transaction
-    }
+    holders = _holders(sessions)
     stuck = {s.pid for s in running if s.pid in waits_for}
     if len(stuck) < len(running):
         return False
@@ -262,6 +261,15 @@ def _held_still(
                 stuck.discard(pid)
                 changed = True
     return len(stuck) == len(running)
+
+
+def _holders(sessions: list[Session]) -> set[int]:
+    """Return the pids of sessions idle inside a transaction: held open between steps."""
+    return {
+        s.pid
+        for s in sessions
+        if not s.terminated and (s.pending is None or s.pending.done()) and s.in_transaction
+    }
 
 
 def outcome(session: Session) -> Any:
