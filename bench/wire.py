@@ -3,18 +3,22 @@
 Every statement the client sends ends in one ReadyForQuery from the server; that
 message is one round trip, whatever protocol psycopg chose. `Wire` wraps
 `stateful.clock.connect` so that every connection the harness opens writes a libpq
-trace to a file of its own; `counts()` reads them back and sorts each round trip
-into a kind, by the statement that asked for it.
+trace to a file of its own; on the way out it reads them back, sorts each round
+trip into a kind by the statement that asked for it, and keeps how long each took:
+from the client's first message to the server's ReadyForQuery, by libpq's clock.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+import statistics
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,8 +49,8 @@ def kind(statement: str) -> str:
     return next((k for word, k in KINDS.items() if word in statement), "queue")
 
 
-MESSAGE = re.compile(r"^([FB])\t\d+\t(\w+)\t?(.*)$")
-"""One message in a libpq trace: direction, length, type, then its fields; a
+MESSAGE = re.compile(r"^(\S+ \S+)\t([FB])\t\d+\t(\w+)\t?(.*)$")
+"""One message in a libpq trace: time, direction, length, type, then its fields; a
 statement's text may run on over the lines after it."""
 
 
@@ -54,25 +58,40 @@ statement's text may run on over the lines after it."""
 class Wire:
     """Round trips by kind, over every connection opened while `traced()` is active."""
 
-    counts: Counter[str] = field(default_factory=Counter)
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    """Each round trip's duration, by kind."""
+
+    @property
+    def counts(self) -> Counter[str]:
+        """Round trips by kind."""
+        return Counter({k: len(v) for k, v in self.seconds.items()})
+
+    def median(self, kind: str) -> float:
+        """The typical duration of one round trip of `kind`, in seconds.
+
+        The median, because a call blocked on another worker's lock spans steps
+        the machine spends elsewhere: that wait is the scenario, not the SQL.
+        """
+        return statistics.median(self.seconds[kind])
 
     @contextmanager
     def traced(self) -> Iterator[None]:
-        """Make `clock.connect` trace what it opens; count the traces on the way out.
+        """Make `clock.connect` trace what it opens; read the traces on the way out.
 
         The connections must be closed by then: libpq writes each trace through a
         line-buffered stream of its own, so a closed connection's file is complete.
         """
         original: Callable[..., Connection[Any]] = clock.connect
         sinks: list[IO[str]] = []
+        numbers = itertools.count()  # the pool's opener thread connects too: no shared len()
         with tempfile.TemporaryDirectory(prefix="leasecheck-wire-") as directory:
 
             def connect(dsn: str, **kwargs: Any) -> Connection[Any]:
                 conn = original(dsn, **kwargs)
-                sink = (Path(directory) / f"{len(sinks)}.trace").open("w")
+                sink = (Path(directory) / f"{next(numbers)}.trace").open("x")
                 sinks.append(sink)  # kept open: libpq writes to its file descriptor
                 conn.pgconn.trace(sink.fileno())
-                conn.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
+                conn.pgconn.set_trace_flags(Trace.REGRESS_MODE)
                 return conn
 
             clock.connect = connect
@@ -82,14 +101,18 @@ class Wire:
                 clock.connect = original
                 for sink in sinks:
                     sink.close()
-                    self.counts.update(count(Path(sink.name).read_text(errors="replace")))
+                    trace = Path(sink.name).read_text(errors="replace")
+                    for kind_, seconds in round_trips(trace):
+                        self.seconds.setdefault(kind_, []).append(seconds)
 
 
-def count(trace: str) -> Counter[str]:
-    """Return the round trips in one connection's trace, by kind."""
-    total: Counter[str] = Counter()
+def round_trips(trace: str) -> Iterator[tuple[str, float]]:
+    """Yield each round trip in one connection's trace: its kind and its seconds."""
     statement, prepared = "", {}
-    for direction, message, rest in _messages(trace):
+    sent: datetime | None = None
+    for at, direction, message, rest in _messages(trace):
+        if direction == "F" and sent is None:
+            sent = at
         if direction == "F" and message == "Query":
             statement = rest
         elif direction == "F" and message == "Parse":
@@ -99,21 +122,26 @@ def count(trace: str) -> Counter[str]:
             name = rest.split(" ", 2)[1]  # after the portal's name
             statement = prepared.get(name, statement)
         elif direction == "B" and message == "ReadyForQuery":
-            total[kind(statement)] += 1
-    return total
+            yield kind(statement), (at - (sent or at)).total_seconds()
+            sent = None
 
 
-def _messages(trace: str) -> Iterator[tuple[str, str, str]]:
-    """Yield (direction, type, fields) per message, joining a statement's later lines."""
+def _messages(trace: str) -> Iterator[tuple[datetime, str, str, str]]:
+    """Yield (time, direction, type, fields) per message, joining a statement's lines."""
     current: list[str] | None = None
     for line in trace.splitlines():
         match = MESSAGE.match(line)
         if match is None:
             if current is not None:
-                current[2] += "\n" + line
+                current[3] += "\n" + line
             continue
         if current is not None:
-            yield current[0], current[1], current[2].strip()
-        current = [match[1], match[2], match[3]]
+            yield _message(current)
+        current = list(match.groups())
     if current is not None:
-        yield current[0], current[1], current[2].strip()
+        yield _message(current)
+
+
+def _message(fields: list[str]) -> tuple[datetime, str, str, str]:
+    at, direction, message, rest = fields
+    return datetime.fromisoformat(at), direction, message, rest.strip()

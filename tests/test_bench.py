@@ -23,7 +23,7 @@ def test_the_hollow_machine_has_the_lease_machines_rules() -> None:
 
 
 def test_wire_counts_one_round_trip_per_statement_by_kind(installed_dsn: str) -> None:
-    """Simple and prepared statements each count once, sorted by what they touch."""
+    """Simple and prepared statements each count once, sorted by what they touch, timed."""
     wire = Wire()
     with wire.traced(), clock.connect(installed_dsn) as conn:
         for _ in range(3):
@@ -32,4 +32,7 @@ def test_wire_counts_one_round_trip_per_statement_by_kind(installed_dsn: str) ->
             conn.execute("select %s::int", [1], prepare=True)
         conn.execute("select 1;\nselect count(*)\nfrom leasecheck.effects")
         conn.execute("select pg_blocking_pids(pg_backend_pid())")
-    assert wire.counts == {"queue": 6, "oracle": 1, "lock watch": 1}
+        conn.execute("select pg_sleep(0.05)")
+    assert wire.counts == {"queue": 7, "oracle": 1, "lock watch": 1}
+    assert min(min(s) for s in wire.seconds.values()) >= 0
+    assert max(wire.seconds["queue"]) >= 0.05
