@@ -7,13 +7,17 @@ pending; a later commit, rollback or termination releases it, and `settle()` wai
 until every pending call has finished or is blocked again, so each step ends in a
 state that depends on the program alone, never on timing. A wait that is neither
 progress nor a lock wait ends in `Stuck`, naming the statements involved, after a
-safety timeout: no run hangs. This module knows nothing of queues or properties.
+safety timeout: no run hangs. A call that nothing could block (no other call in
+flight, no transaction held open) runs on the machine's own thread instead: the
+hand-off would cost as much as the call's round trip and change nothing. This module
+knows nothing of queues or properties.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -84,10 +88,53 @@ class Pool:
     _count: int = 0
     _spares: list[Future[Connection[Any]]] = field(default_factory=list)
     _opener: ThreadPoolExecutor = field(init=False)
+    _inline: tuple[Session, float] | None = None
+    """The session running a call on the machine's thread, and when that call is stuck."""
+    _fired: Session | None = None
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+    _closing: threading.Event = field(default_factory=threading.Event)
+    _watchdog: threading.Thread | None = None
 
     def __post_init__(self) -> None:
         self.monitor = clock.connect(self.dsn)
         self._opener = ThreadPoolExecutor(1, thread_name_prefix="leasecheck-opener")
+
+    def run_inline(self, session: Session, call: Callable[[Connection[Any]], Any]) -> Future[Any]:
+        """Run `call(conn)` on this thread; return it as a finished future.
+
+        A watchdog cancels the statement after the safety timeout, so a call that
+        waits on something outside the harness (a session-level advisory lock, say)
+        ends in `Stuck`, as it would on the session's own thread.
+        """
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(
+                target=self._watch, name="leasecheck-watchdog", daemon=True
+            )
+            self._watchdog.start()
+        future: Future[Any] = Future()
+        self._inline = (session, time.monotonic() + SAFETY_TIMEOUT)
+        try:
+            future.set_result(call(session.conn))
+        except Exception as exc:
+            future.set_exception(exc)
+        finally:
+            with self._guard:
+                self._inline = None
+                fired, self._fired = self._fired is session, None
+        if fired:
+            raise Stuck(
+                f"{session.label}'s call neither finished nor waited on a held transaction "
+                f"within {SAFETY_TIMEOUT:.0f} s; its statement was cancelled"
+            )
+        return future
+
+    def _watch(self) -> None:
+        while not self._closing.wait(min(1.0, SAFETY_TIMEOUT / 4)):
+            with self._guard:
+                running = self._inline
+                if running is not None and time.monotonic() > running[1]:
+                    self._fired = running[0]
+                    running[0].conn.cancel_safe()
 
     def _connect(self) -> Connection[Any]:
         conn = clock.connect(self.dsn)
@@ -169,6 +216,7 @@ class Pool:
             if spare.exception() is None:
                 spare.result().close()
         self._spares.clear()
+        self._closing.set()
         self.monitor.close()
 
     def blocked(self, sessions: list[Session]) -> dict[int, list[int]]:
@@ -199,14 +247,32 @@ class Pool:
 _INVOCATIONS = itertools.count(1)
 
 
-def submit(session: Session, call: Callable[[Connection[Any]], Any]) -> Future[Any]:
-    """Start `call(conn)` on the session's thread."""
+def submit(
+    pool: Pool, session: Session, call: Callable[[Connection[Any]], Any], sessions: list[Session]
+) -> Future[Any]:
+    """Start `call(conn)`: on the session's thread if anything among `sessions` could
+    block it, else to completion on this one (see `could_block`)."""
     assert session.pending is None, f"{session.label} already has a call in flight"
     session.invoked = next(_INVOCATIONS)
     session.used = True
-    future = session.executor.submit(call, session.conn)
+    if could_block(session, sessions):
+        future = session.executor.submit(call, session.conn)
+    else:
+        future = pool.run_inline(session, call)
     session.pending = future
     return future
+
+
+def could_block(session: Session, sessions: list[Session]) -> bool:
+    """Return whether a call on `session` could wait on something only a later step ends.
+
+    Only a transaction held open between steps or another call in flight can hold
+    a lock that long: a finished autocommit call holds none, and `settle` would wait
+    out anything else (deadlock_timeout is an hour, so PostgreSQL breaks no cycle).
+    """
+    others = [s for s in sessions if s is not session]
+    running = any(s.pending is not None and not s.pending.done() for s in others)
+    return running or bool(_holders(others))
 
 
 def settle(pool: Pool, sessions: list[Session]) -> None:

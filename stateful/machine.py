@@ -180,7 +180,7 @@ class LeaseMachine(RuleBasedStateMachine):
             w.beat_waiting = finish
         else:
             w.waiting = finish
-        actors.submit(session, fn)
+        actors.submit(self.pool, session, fn, self._sessions())
         self._settle()
         if (w.beat_waiting if beat else w.waiting) is None:
             return

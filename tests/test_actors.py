@@ -1,0 +1,76 @@
+"""Sessions: where a call runs, and that a stuck one still ends in `Stuck`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from stateful import actors
+
+LOCK = "select pg_advisory_lock(4242)"
+XACT_LOCK = "select pg_advisory_xact_lock(4242)"
+
+
+@pytest.fixture
+def pool(installed_dsn: str) -> Iterator[actors.Pool]:
+    """Return a pool of sessions on this worker's database, closed afterwards."""
+    pool = actors.Pool(installed_dsn)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def pair(pool: actors.Pool) -> Iterator[tuple[actors.Session, actors.Session]]:
+    """Return two sessions from the pool, handed back (and closed with it) afterwards."""
+    a, b = pool.open("a"), pool.open("b")
+    yield a, b
+    pool.release(a)
+    pool.release(b)
+
+
+def _lock(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(XACT_LOCK)
+
+
+def test_a_call_nothing_could_block_runs_at_once(
+    pool: actors.Pool, pair: tuple[actors.Session, actors.Session]
+) -> None:
+    """With no transaction held open and no call in flight, the call is done on return."""
+    a, b = pair
+    future = actors.submit(pool, a, lambda c: (_lock(c), threading.current_thread())[1], [a, b])
+    assert future.result() is threading.current_thread()
+
+
+def test_a_call_behind_a_held_transaction_waits_on_its_thread(
+    pool: actors.Pool, pair: tuple[actors.Session, actors.Session]
+) -> None:
+    """The holder's commit, a later step, releases it: the call cannot run inline."""
+    a, b = pair
+    a.conn.execute("begin")
+    a.conn.execute(XACT_LOCK)
+    actors.submit(pool, b, _lock, [a, b])  # inline, it would hang here until Stuck
+    actors.settle(pool, [a, b])
+    assert b.pending is not None and not b.pending.done()
+    a.conn.execute("commit")
+    actors.settle(pool, [a, b])
+    assert b.pending.done() and b.pending.exception() is None
+
+
+def test_an_inline_call_stuck_outside_the_harness_ends_in_stuck(
+    pool: actors.Pool,
+    pair: tuple[actors.Session, actors.Session],
+    installed_dsn: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session-level advisory lock held by a stranger blocks the call; the watchdog
+    cancels it after the safety timeout instead of letting the run hang."""
+    monkeypatch.setattr(actors, "SAFETY_TIMEOUT", 1.0)
+    a, _ = pair
+    with psycopg.connect(installed_dsn, autocommit=True) as stranger:
+        stranger.execute(LOCK)
+        with pytest.raises(actors.Stuck, match="a's call neither finished"):
+            actors.submit(pool, a, lambda c: c.execute(LOCK), [a])
