@@ -43,17 +43,36 @@ ROOT = Path(__file__).resolve().parent.parent
 GOAL = 1.7
 
 
+def _machine_cpu() -> tuple[float, float] | None:
+    """Return the machine's busy and total CPU seconds so far (all processes: the server
+    too), or None where there is no /proc/stat."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    ticks = [int(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = ticks[3] + ticks[4]
+    return (sum(ticks) - idle) / tick, sum(ticks) / tick
+
+
 def _pytest(n: str, extra: list[str], profile: str | None) -> dict[str, Any]:
-    """Run the suite once under `-n n`; return its wall time and exit status."""
+    """Run the suite once under `-n n`; return its wall time, CPU use and exit status."""
     env = {**os.environ, "CI": "1"}
     if profile:
         env["LEASECHECK_PROFILE"] = profile
     command = [sys.executable, "-m", "pytest", "-n", n, "-q", *extra]
+    before = _machine_cpu()
     start = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
+    after = _machine_cpu()
     tail = (done.stdout.strip().splitlines() or [""])[-1]
-    return {"n": n, "seconds": seconds, "status": done.returncode, "summary": tail}
+    run: dict[str, Any] = {"n": n, "seconds": seconds, "status": done.returncode, "summary": tail}
+    if before is not None and after is not None:
+        run["cpu_s"] = after[0] - before[0]
+        run["busy_cores"] = run["cpu_s"] / seconds
+    return run
 
 
 def suite(repeats: int, extra: list[str], profile: str | None) -> dict[str, Any]:
@@ -63,7 +82,11 @@ def suite(repeats: int, extra: list[str], profile: str | None) -> dict[str, Any]
         for n in ("auto", "0") if i % 2 == 0 else ("0", "auto"):
             run = _pytest(n, extra, profile)
             runs[n].append(run)
-            print(f"  -n {n:<4} {run['seconds']:7.1f} s  exit {run['status']}  {run['summary']}")
+            cpu = ""
+            if "cpu_s" in run:
+                cpu = f"  CPU {run['cpu_s']:5.1f} s ({run['busy_cores']:.2f} cores)"
+            wall = f"{run['seconds']:7.1f} s"
+            print(f"  -n {n:<4} {wall}{cpu}  exit {run['status']}  {run['summary']}")
     auto = statistics.median(r["seconds"] for r in runs["auto"])
     serial = statistics.median(r["seconds"] for r in runs["0"])
     failed = [r for rs in runs.values() for r in rs if r["status"] != 0]
@@ -73,9 +96,7 @@ def suite(repeats: int, extra: list[str], profile: str | None) -> dict[str, Any]
         f"speed-up {speedup:.2f} x on {os.cpu_count()} cores (goal >= {GOAL} x: "
         f"{'met' if speedup >= GOAL else 'not met'})"
     )
-    if failed:
-        print(f"warning: {len(failed)} run(s) exited non-zero; their times still count")
-    return {
+    result: dict[str, Any] = {
         "cores": os.cpu_count(),
         "auto_median_s": auto,
         "serial_median_s": serial,
@@ -83,6 +104,19 @@ def suite(repeats: int, extra: list[str], profile: str | None) -> dict[str, Any]
         "goal": GOAL,
         "runs": runs,
     }
+    if all("cpu_s" in r for rs in runs.values() for r in rs):
+        # However well -n auto splits the work, it cannot finish before all the CPU it
+        # spends is spread over every core; the serial run sets the work's size.
+        medians = {n: statistics.median(r["cpu_s"] for r in rs) for n, rs in runs.items()}
+        result["cpu_median_s"] = medians
+        result["speedup_ceiling"] = serial / (medians["auto"] / (os.cpu_count() or 1))
+        print(
+            f"CPU (the whole machine): -n 0 {medians['0']:.1f} s, -n auto {medians['auto']:.1f} s; "
+            f"with every core busy, -n auto could reach {result['speedup_ceiling']:.2f} x"
+        )
+    if failed:
+        print(f"warning: {len(failed)} run(s) exited non-zero; their times still count")
+    return result
 
 
 class _Counted(LeaseMachine):
