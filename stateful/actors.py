@@ -134,7 +134,8 @@ class Pool:
                 running = self._inline
                 if running is not None and time.monotonic() > running[1]:
                     self._fired = running[0]
-                    running[0].conn.cancel_safe()
+                    with contextlib.suppress(psycopg.Error):  # a dead backend runs nothing
+                        running[0].conn.cancel_safe()
 
     def _connect(self) -> Connection[Any]:
         conn = clock.connect(self.dsn)
