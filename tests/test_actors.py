@@ -39,7 +39,8 @@ def _lock(conn: psycopg.Connection[Any]) -> None:
 def test_a_call_nothing_could_block_runs_at_once(
     pool: actors.Pool, pair: tuple[actors.Session, actors.Session]
 ) -> None:
-    """With no transaction held open and no call in flight, the call is done on return."""
+    """With no transaction held open and no call in flight, the call runs on the
+    caller's own thread: no hand-off to the session's."""
     a, b = pair
     future = actors.submit(pool, a, lambda c: (_lock(c), threading.current_thread())[1], [a, b])
     assert future.result() is threading.current_thread()
