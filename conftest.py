@@ -1,3 +1,4 @@
-"""Thin on purpose: the fixture modules own their options, markers and fixtures."""
+"""Thin on purpose: leasecheck's own plugin comes from its entry point (installed with
+`pip install -e .`); the repository's own fixtures live in `tests/fixtures.py`."""
 
-pytest_plugins = ["dbfixtures.plugin", "stateful.plugin"]
+pytest_plugins = ["tests.fixtures"]

@@ -7,8 +7,8 @@ from contextlib import contextmanager
 
 import psycopg
 
-from dbfixtures import embedded, janitor
-from stateful import clock, contract
+from leasecheck.dbfixtures import embedded, janitor
+from leasecheck.stateful import clock, contract
 
 
 @contextmanager
@@ -20,7 +20,7 @@ def reference_database(pg_dsn: str | None) -> Iterator[str]:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 clock.install(conn)
                 clock.use_simulated_time(conn)
-                contract.load("reference.queue:ReferenceQueue").install(conn)
+                contract.load("leasecheck.reference.queue:ReferenceQueue").install(conn)
             yield dsn
     finally:
         if server is not None:

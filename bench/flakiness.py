@@ -24,9 +24,9 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from bench._db import reference_database
-from stateful import actors, contract, profiles
-from stateful.machine import Harness, LeaseMachine
-from stateful.properties import PropertyViolated
+from leasecheck.stateful import actors, contract, profiles
+from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.properties import PropertyViolated
 
 
 def _run(harness: Harness, seed: int, profile: settings) -> dict[str, Any]:
@@ -75,12 +75,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--profile", default="ci", choices=sorted(profiles.PROFILES))
     parser.add_argument("--seed", type=int, action="append", help="replay this seed (repeatable)")
-    parser.add_argument("--queue", default="reference.queue:ReferenceQueue", metavar="MODULE:ATTR")
+    parser.add_argument(
+        "--queue", default="leasecheck.reference.queue:ReferenceQueue", metavar="MODULE:ATTR"
+    )
     parser.add_argument("--pg-dsn", default=None)
     parser.add_argument("--json", type=Path, default=Path(".leasecheck/bench-flakiness.json"))
     args = parser.parse_args()
-    profiles.register()
-    profile = settings.get_profile(args.profile)
+    profile = profiles.budget(args.profile, None)
     seeds = args.seed or [random.getrandbits(64) for _ in range(args.runs)]
     started = time.perf_counter()
     runs = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from stateful.moves import PICK, STALL, TAKE, Stall, Take
+from leasecheck.stateful.moves import PICK, STALL, TAKE, Stall, Take
 
 
 class Hollow(RuleBasedStateMachine):

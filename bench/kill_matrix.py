@@ -33,9 +33,9 @@ from hypothesis.stateful import (
 
 import mutants
 from bench._db import reference_database
-from stateful import actors, contract
-from stateful.machine import Harness, LeaseMachine
-from stateful.properties import PropertyViolated
+from leasecheck.stateful import actors, contract
+from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.properties import PropertyViolated
 
 _STEP = re.compile(r"^state\.(\w+)\(")
 

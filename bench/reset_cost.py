@@ -41,10 +41,10 @@ import psycopg
 from psycopg import Connection, sql
 
 from bench.time_to_detect import _p90
-from dbfixtures import embedded, janitor
-from reference.queue import ReferenceQueue
-from stateful import clock
-from stateful.sqlfile import load
+from leasecheck.dbfixtures import embedded, janitor
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful import clock
+from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("reset_cost.sql"))
 QUEUE = ReferenceQueue()

@@ -38,8 +38,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, run_state_machine_as_test
 
 from bench._db import reference_database
-from stateful import actors, contract
-from stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful import actors, contract
+from leasecheck.stateful.machine import Harness, LeaseMachine
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL = 1.7
@@ -200,7 +200,9 @@ def grid(
     with reference_database(pg_dsn) as dsn:
         pool = actors.Pool(dsn)
         try:
-            harness = Harness(queue=contract.load("reference.queue:ReferenceQueue"), pool=pool)
+            harness = Harness(
+                queue=contract.load("leasecheck.reference.queue:ReferenceQueue"), pool=pool
+            )
             harness.reset()
             _measure(harness, machines[cells[0][0]], 20, cells[0][1])  # warm-up, not counted
             for r in range(repeats):

@@ -25,8 +25,8 @@ from hypothesis.stateful import run_state_machine_as_test
 from bench._db import reference_database
 from bench.hollow import Hollow
 from bench.wire import NEEDED, Wire
-from stateful import actors, clock, contract
-from stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful import actors, clock, contract
+from leasecheck.stateful.machine import Harness, LeaseMachine
 
 
 class _Counting(LeaseMachine):
@@ -75,7 +75,7 @@ def _hollow(examples: int) -> tuple[int, int, float]:
 def _run(dsn: str, examples: int) -> tuple[int, int, float]:
     """Run the machine for `examples` examples; return examples, steps and seconds."""
     _Counting.steps = _Counting.examples = 0
-    queue = contract.load("reference.queue:ReferenceQueue")
+    queue = contract.load("leasecheck.reference.queue:ReferenceQueue")
     pool = actors.Pool(dsn)
     harness = Harness(queue=queue, pool=pool)
     harness.reset()

@@ -23,9 +23,9 @@ from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
 from bench._db import reference_database
-from stateful import actors, contract
-from stateful.machine import Harness, LeaseMachine
-from stateful.properties import PropertyViolated
+from leasecheck.stateful import actors, contract
+from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.properties import PropertyViolated
 
 
 def _run(harness: Harness, seed: int, budget: int) -> dict[str, Any]:

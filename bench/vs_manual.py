@@ -3,7 +3,7 @@
     python -m bench.vs_manual [--scenario slow-job|paused-worker ...] [--length real|fast ...]
                               [--seeds 20] [--budget 3000] [--pg-dsn DSN] [--json PATH]
 
-The manual way: `python -m reference.demo --scenario S --mode M [--fast]` starts real
+The manual way: `python -m leasecheck.reference.demo --scenario S --mode M [--fast]` starts real
 worker processes, stops and resumes them with signals, and counts the receipts; for
 these cells it must show two for one job. The slow job runs in the naive mode (no
 heartbeat); the paused worker in the heartbeat mode (heartbeats, unfenced completion).
@@ -32,8 +32,8 @@ from typing import Any
 import mutants
 from bench._db import reference_database
 from bench.time_to_detect import _p90, _run
-from stateful import actors, contract
-from stateful.machine import Harness
+from leasecheck.stateful import actors, contract
+from leasecheck.stateful.machine import Harness
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL = 10.0
@@ -49,7 +49,7 @@ def demo(scenario: str, length: str, pg_dsn: str | None) -> dict[str, Any]:
     mode = PAIRS[scenario][0]
     with tempfile.TemporaryDirectory(prefix="leasecheck-vs-manual-") as tmp:
         out = Path(tmp) / "demo.json"
-        command = [sys.executable, "-m", "reference.demo", "--scenario", scenario]
+        command = [sys.executable, "-m", "leasecheck.reference.demo", "--scenario", scenario]
         command += ["--mode", mode, "--json", str(out)]
         command += ["--fast"] if length == "fast" else []
         command += ["--pg-dsn", pg_dsn] if pg_dsn else []

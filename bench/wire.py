@@ -25,7 +25,7 @@ from typing import IO, Any
 from psycopg import Connection
 from psycopg.pq import Trace
 
-from stateful import clock
+from leasecheck.stateful import clock
 
 KINDS = {
     "pg_blocking_pids": "lock watch",

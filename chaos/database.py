@@ -15,8 +15,8 @@ from typing import Any
 
 import psycopg
 
-from reference.queue import ReferenceQueue
-from stateful.sqlfile import load
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("soak.sql"))
 

@@ -12,7 +12,7 @@ from collections import Counter
 from chaos.database import Database
 from chaos.plan import Fault, Plan
 from chaos.pool import Pool
-from dbfixtures.embedded import EmbeddedServer
+from leasecheck.dbfixtures.embedded import EmbeddedServer
 
 
 class Nemesis:

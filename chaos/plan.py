@@ -4,7 +4,7 @@ Everything here is a pure function of the seed and the soak's settings, so a see
 one schedule of faults and one set of job durations. What the workers happen to be doing
 when a fault lands is up to the operating system and is not part of the plan.
 
-`reference.worker` takes one `--job-seconds` per process, so a job's duration belongs to
+`leasecheck.reference.worker` takes one `--job-seconds` per process, so a job's duration belongs to
 the worker process that runs it: every worker process (slot, generation) draws its own.
 One slot, picked by the seed, holds a slow worker in every generation (its jobs outlast
 the lease, so only a heartbeat keeps them); the others' jobs take 10-100 ms.

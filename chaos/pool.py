@@ -1,7 +1,7 @@
 """The soak's worker processes: one slot per worker, each holding its current process.
 
 A slot is refilled whenever its process ends: by the nemesis's SIGKILL (a replacement)
-or on its own, which `reference.worker` does when it loses its database connection (a
+or on its own, which `leasecheck.reference.worker` does when it loses its database connection (a
 recovery, expected after a cut backend or a server restart). Every process started here
 is stopped by `stop()`, which also works on stopped (SIGSTOPped) processes.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 from psycopg.conninfo import make_conninfo
 
 from chaos.plan import Plan
-from reference.demo import Children
-from reference.worker import Settings
+from leasecheck.reference.demo import Children
+from leasecheck.reference.worker import Settings
 
 APP_PREFIX = "leasecheck-soak-"
 """Prefix of every worker's application_name, which is how the nemesis finds its backends."""

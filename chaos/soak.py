@@ -7,7 +7,7 @@
 
 It starts a private embedded PostgreSQL (or uses --pg-dsn, where it only creates and
 drops a database of its own and never restarts the server), enqueues M jobs of the
-reference queue, and starts N `reference.worker` processes. While they work, a nemesis
+reference queue, and starts N `leasecheck.reference.worker` processes. While they work, a nemesis
 pauses workers (SIGSTOP/SIGCONT, often for longer than the lease), kills them (SIGKILL;
 a replacement starts), cuts their backends (`pg_terminate_backend` on the
 application_name each worker gets in its DSN) and restarts the server once. A worker
@@ -54,9 +54,9 @@ from chaos import plan as plans
 from chaos.database import Database, Outcome
 from chaos.nemesis import Nemesis
 from chaos.pool import Pool
-from dbfixtures import embedded, janitor
-from reference.queue import ReferenceQueue
-from reference.worker import MODES
+from leasecheck.dbfixtures import embedded, janitor
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.reference.worker import MODES
 
 EXPECTATIONS = ("clean", "duplicates")
 STARTUP_SECONDS = 60.0

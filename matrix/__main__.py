@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psycopg
 
-from dbfixtures import embedded
+from leasecheck.dbfixtures import embedded
 from matrix import envs, report, runs, targets
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from leasecheck.stateful.properties import ALL, DESCRIPTIONS
 from matrix.envs import Env
 from matrix.runs import Verdicts
 from matrix.targets import Target
-from stateful.properties import ALL, DESCRIPTIONS
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def copy_counterexamples(column: Column, out: Path) -> dict[str, list[str]]:
 
 def _svg(history: Path) -> list[Path]:
     """Draw the history as SVG next to it (the recorder may not write one yet)."""
-    from stateful import svg
+    from leasecheck.stateful import svg
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         code = svg.main([str(history)])

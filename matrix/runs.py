@@ -2,7 +2,7 @@
 
 The machine stops at the first violated property. So the loop runs it, reads which
 properties failed from the files the run left in its private `--leasecheck-dir`,
-excuses them (`--excuse`) and runs again, until a run passes or nothing is left to
+excuses them (`--leasecheck-excuse`) and runs again, until a run passes or nothing is left to
 judge. A run that fails without leaving a property's files (an import error, an
 adapter that crashes, a timeout) is an error, reported with its first line and never
 read as "holds".
@@ -18,8 +18,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from leasecheck.stateful.properties import ALL
 from matrix.targets import Target
-from stateful.properties import ALL
 
 MACHINE = "test_queue_keeps_every_property"
 GAPS = "test_what_is_not_checked["
@@ -65,7 +65,7 @@ def run_once(
     command = [str(python), "-m", "pytest", "-n", "0", "properties/test_machine.py"]
     command += ["--queue-impl", target.queue, "--pg-dsn", dsn, "-q", "-rs"]
     command += ["--leasecheck-dir", str(failures), "--junitxml", str(junit)]
-    command += [f"--excuse={p}" for p in excused]
+    command += [f"--leasecheck-excuse={p}" for p in excused]
     env = {k: v for k, v in os.environ.items() if k not in _OURS}
     env.update(target.env)
     env["LEASECHECK_PROFILE"] = profile

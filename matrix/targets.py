@@ -33,29 +33,35 @@ class Target:
 def _sql(file: str, *, control: bool = False) -> Target:
     return Target(
         name=file,
-        queue="adapters.sqlfile_queue:from_env",
+        queue="leasecheck.adapters.sqlfile_queue:from_env",
         env={"LEASECHECK_SQL_QUEUE": f"adapters/sql/{file}"},
         control=control,
     )
 
 
 def _oban(version: str) -> Target:
-    return Target(f"oban-{version}", "adapters.oban_queue:ObanQueue", (f"oban=={version}",), "3.12")
+    return Target(
+        f"oban-{version}", "leasecheck.adapters.oban_queue:ObanQueue", (f"oban=={version}",), "3.12"
+    )
 
 
 def _chancy(version: str) -> Target:
-    return Target(f"chancy-{version}", "adapters.chancy_queue:ChancyQueue", (f"chancy=={version}",))
+    return Target(
+        f"chancy-{version}", "leasecheck.adapters.chancy_queue:ChancyQueue", (f"chancy=={version}",)
+    )
 
 
 TARGETS: tuple[Target, ...] = (
-    Target("reference", "reference.queue:ReferenceQueue"),
+    Target("reference", "leasecheck.reference.queue:ReferenceQueue"),
     _sql("reference.sql"),
     Target(
         "procrastinate-3.10",
-        "adapters.procrastinate_queue:ProcrastinateQueue",
+        "leasecheck.adapters.procrastinate_queue:ProcrastinateQueue",
         ("procrastinate==3.10.*",),
     ),
-    Target("pgqueuer-1.6", "adapters.pgqueuer_queue:PgQueuerQueue", ("pgqueuer==1.6.*",)),
+    Target(
+        "pgqueuer-1.6", "leasecheck.adapters.pgqueuer_queue:PgQueuerQueue", ("pgqueuer==1.6.*",)
+    ),
     _oban("0.7.0"),
     _oban("0.6.7"),
     _oban("0.6.3"),

@@ -8,9 +8,9 @@ from typing import Any
 
 from psycopg import Connection
 
-from reference.queue import check_lease, check_worker
-from stateful.contract import Claim
-from stateful.sqlfile import load
+from leasecheck.reference.queue import check_lease, check_worker
+from leasecheck.stateful.contract import Claim
+from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("queries.sql"))
 

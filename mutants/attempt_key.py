@@ -7,8 +7,8 @@ Caught by: unique-effects.
 
 from __future__ import annotations
 
-from reference.queue import ReferenceQueue
-from stateful.contract import Claim
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful.contract import Claim
 
 
 class AttemptKey(ReferenceQueue):

@@ -11,8 +11,8 @@ from typing import Any
 
 from psycopg import Connection
 
-from reference.queue import ReferenceQueue
-from stateful.contract import Claim, Effect
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful.contract import Claim, Effect
 
 
 class EffectOutside(ReferenceQueue):

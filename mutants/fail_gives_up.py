@@ -10,9 +10,9 @@ from typing import Any
 
 from psycopg import Connection
 
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful.contract import Claim
 from mutants._base import sql
-from reference.queue import ReferenceQueue
-from stateful.contract import Claim
 
 
 class FailGivesUp(ReferenceQueue):

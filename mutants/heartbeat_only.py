@@ -11,9 +11,9 @@ from typing import Any
 
 from psycopg import Connection
 
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful.contract import Claim, Effect
 from mutants._base import sql
-from reference.queue import ReferenceQueue
-from stateful.contract import Claim, Effect
 
 
 class HeartbeatOnly(ReferenceQueue):

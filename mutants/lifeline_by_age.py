@@ -14,9 +14,9 @@ from typing import Any
 
 from psycopg import Connection
 
+from leasecheck.reference.queue import ReferenceQueue, check_lease
+from leasecheck.stateful.contract import Claim
 from mutants._base import sql
-from reference.queue import ReferenceQueue, check_lease
-from stateful.contract import Claim
 
 
 class LifelineByAge(ReferenceQueue):

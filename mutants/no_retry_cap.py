@@ -11,9 +11,9 @@ from typing import Any
 
 from psycopg import Connection
 
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful.contract import Claim
 from mutants._base import claim_with, sql
-from reference.queue import ReferenceQueue
-from stateful.contract import Claim
 
 
 class NoRetryCap(ReferenceQueue):

@@ -14,9 +14,9 @@ from typing import Any
 
 from psycopg import Connection
 
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful.contract import Claim
 from mutants._base import claim_with
-from reference.queue import ReferenceQueue
-from stateful.contract import Claim
 
 
 class NoRowLock(ReferenceQueue):

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
-from stateful import actors, contract
-from stateful.machine import Harness, LeaseMachine
-from stateful.moves import Stall, Take
-from stateful.properties import PropertyViolated
+from leasecheck.stateful import actors, contract
+from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful.properties import PropertyViolated
 
 KILL = settings(
     max_examples=1000,
@@ -33,9 +33,9 @@ KILL = settings(
 
 
 @pytest.fixture
-def pool(reference_schema_dsn: str) -> Iterator[actors.Pool]:
+def pool(reference_dsn: str) -> Iterator[actors.Pool]:
     """Return a connection pool on the database with the reference schema."""
-    pool = actors.Pool(reference_schema_dsn)
+    pool = actors.Pool(reference_dsn)
     try:
         yield pool
     finally:
@@ -63,7 +63,7 @@ def test_mutant_is_killed_on_its_property(name: str, pool: actors.Pool) -> None:
 
 def test_reference_survives_the_kill_budget(pool: actors.Pool) -> None:
     """The reference queue passes the very budget that kills every mutant."""
-    harness = Harness(queue=contract.load("reference.queue:ReferenceQueue"), pool=pool)
+    harness = Harness(queue=contract.load("leasecheck.reference.queue:ReferenceQueue"), pool=pool)
     harness.reset()
     run_state_machine_as_test(lambda: LeaseMachine(harness), settings=KILL)
 
@@ -114,7 +114,10 @@ def _river_1302(machine: LeaseMachine) -> None:
 
 @pytest.mark.parametrize(
     ("spec", "caught"),
-    [("mutants.reaper_by_id:ReaperById", True), ("reference.queue:ReferenceQueue", False)],
+    [
+        ("mutants.reaper_by_id:ReaperById", True),
+        ("leasecheck.reference.queue:ReferenceQueue", False),
+    ],
     ids=["reaper-by-id", "reference"],
 )
 def test_the_reaper_race_is_reachable(spec: str, caught: bool, pool: actors.Pool) -> None:
@@ -132,7 +135,7 @@ def test_the_reaper_race_is_reachable(spec: str, caught: bool, pool: actors.Pool
 
 
 def test_an_excused_property_is_not_judged_and_the_others_still_are(pool: actors.Pool) -> None:
-    """`--excuse single-completion` on the naive queue: its stale completion is still
+    """`--leasecheck-excuse single-completion` on the naive queue: its stale completion is still
     caught, by the next property that sees it (the matrix relies on exactly this)."""
     naive = contract.load(mutants.ALL["naive"])
     harness = Harness(queue=naive, pool=pool, excused=frozenset({"single-completion"}))

@@ -9,16 +9,16 @@ from typing import Any
 import psycopg
 import pytest
 
-from stateful import actors
+from leasecheck.stateful import actors
 
 LOCK = "select pg_advisory_lock(4242)"
 XACT_LOCK = "select pg_advisory_xact_lock(4242)"
 
 
 @pytest.fixture
-def pool(installed_dsn: str) -> Iterator[actors.Pool]:
+def pool(reference_dsn: str) -> Iterator[actors.Pool]:
     """Return a pool of sessions on this worker's database, closed afterwards."""
-    pool = actors.Pool(installed_dsn)
+    pool = actors.Pool(reference_dsn)
     yield pool
     pool.close()
 
@@ -64,14 +64,14 @@ def test_a_call_behind_a_held_transaction_waits_on_its_thread(
 def test_an_inline_call_stuck_outside_the_harness_ends_in_stuck(
     pool: actors.Pool,
     pair: tuple[actors.Session, actors.Session],
-    installed_dsn: str,
+    reference_dsn: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A session-level advisory lock held by a stranger blocks the call; the watchdog
     cancels it after the safety timeout instead of letting the run hang."""
     monkeypatch.setattr(actors, "SAFETY_TIMEOUT", 1.0)
     a, _ = pair
-    with psycopg.connect(installed_dsn, autocommit=True) as stranger:
+    with psycopg.connect(reference_dsn, autocommit=True) as stranger:
         stranger.execute(LOCK)
         with pytest.raises(actors.Stuck, match="a's call neither finished"):
             actors.submit(pool, a, lambda c: c.execute(LOCK), [a])

@@ -16,18 +16,18 @@ import pytest
 
 pytest.importorskip("chancy", reason="chancy is not installed: pip install 'chancy==0.26.0'")
 
-from adapters.chancy_queue import ChancyQueue
-from dbfixtures import janitor
-from stateful import clock
+from leasecheck.adapters.chancy_queue import ChancyQueue
+from leasecheck.dbfixtures import janitor
+from leasecheck.stateful import clock
 
 LEASE = timedelta(seconds=30)
 RELEASE = tuple(int(p) for p in version("chancy").split(".")[:3])
 
 
 @pytest.fixture(scope="module")
-def adapter_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[str]:
+def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
     """Return a DSN for a database of this module's own with chancy migrated."""
-    with janitor.temporary(pg_server_dsn, f"{worker_id_label}_chancy") as dsn:
+    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_chancy") as dsn:
         with clock.connect(dsn) as conn:
             clock.install(conn)
             ChancyQueue().install(conn)

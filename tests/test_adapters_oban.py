@@ -17,18 +17,18 @@ pytest.importorskip(
     "oban", reason="oban is not installed (Python >= 3.12): pip install 'oban==0.7.0'"
 )
 
-from adapters.oban_queue import ObanQueue
-from dbfixtures import janitor
-from stateful import clock
+from leasecheck.adapters.oban_queue import ObanQueue
+from leasecheck.dbfixtures import janitor
+from leasecheck.stateful import clock
 
 LEASE = timedelta(seconds=30)
 RELEASE = tuple(int(p) for p in version("oban").split(".")[:3])
 
 
 @pytest.fixture(scope="module")
-def adapter_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[str]:
+def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
     """Return a DSN for a database of this module's own with oban installed."""
-    with janitor.temporary(pg_server_dsn, f"{worker_id_label}_oban") as dsn:
+    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_oban") as dsn:
         with clock.connect(dsn) as conn:
             clock.install(conn)
             ObanQueue().install(conn)

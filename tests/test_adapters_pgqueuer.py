@@ -14,11 +14,11 @@ pytest.importorskip("pgqueuer", reason="pgqueuer is not installed: pip install '
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from adapters.pgqueuer_queue import PgQueuerQueue
-from dbfixtures import janitor
-from stateful import actors, clock
-from stateful.machine import Harness, LeaseMachine
-from stateful.properties import PropertyViolated
+from leasecheck.adapters.pgqueuer_queue import PgQueuerQueue
+from leasecheck.dbfixtures import janitor
+from leasecheck.stateful import actors, clock
+from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.properties import PropertyViolated
 
 LEASE = timedelta(seconds=30)
 TICK = timedelta(microseconds=1)
@@ -39,9 +39,9 @@ BUDGET = settings(
 
 
 @pytest.fixture(scope="module")
-def adapter_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[str]:
+def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
     """Return a DSN for a database of this module's own with pgqueuer installed."""
-    with janitor.temporary(pg_server_dsn, f"{worker_id_label}_pgqueuer") as dsn:
+    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_pgqueuer") as dsn:
         with clock.connect(dsn) as conn:
             clock.install(conn)
             PgQueuerQueue().install(conn)

@@ -16,11 +16,11 @@ pytest.importorskip(
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from adapters.procrastinate_queue import ProcrastinateQueue
-from dbfixtures import janitor
-from stateful import actors, clock
-from stateful.machine import Harness, LeaseMachine
-from stateful.properties import PropertyViolated
+from leasecheck.adapters.procrastinate_queue import ProcrastinateQueue
+from leasecheck.dbfixtures import janitor
+from leasecheck.stateful import actors, clock
+from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.properties import PropertyViolated
 
 LEASE = timedelta(seconds=30)
 GIVEN_UP = frozenset({"fencing", "exclusive-lease", "owner-progress", "retry-cap"})
@@ -40,9 +40,11 @@ BUDGET = settings(
 
 
 @pytest.fixture(scope="module")
-def adapter_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[str]:
+def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
     """Return a DSN for a database of this module's own with procrastinate installed."""
-    with janitor.temporary(pg_server_dsn, f"{worker_id_label}_procrastinate") as dsn:
+    with janitor.temporary(
+        leasecheck_server_dsn, f"{leasecheck_worker_label}_procrastinate"
+    ) as dsn:
         with clock.connect(dsn) as conn:
             clock.install(conn)
             ProcrastinateQueue().install(conn)

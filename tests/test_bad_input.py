@@ -25,10 +25,11 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-import reference.queue
-from dbfixtures import child, embedded, janitor, servers
-from reference.queue import BadInput, ReferenceQueue
-from stateful import contract
+import leasecheck.reference.queue
+from leasecheck.dbfixtures import embedded, janitor, servers
+from leasecheck.reference.queue import BadInput, ReferenceQueue
+from leasecheck.stateful import contract
+from tests import child
 
 LEASE = timedelta(seconds=30)
 _PASSWORD = secrets.token_hex(12)
@@ -51,20 +52,38 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _session(tmp_path: Path, *args: str) -> child.Finished:
-    """Run a child session of one trivial test with `args`; check it left no server behind."""
-    (tmp_path / "test_trivial.py").write_text("def test_trivial(pg_database):\n    pass\n")
+def _session(tmp_path: Path, *args: str, test: str = "trivial") -> child.Finished:
+    """Run a child session of one test file with `args`; check it left no server behind.
+
+    `trivial` asks for a database; `suite` adopts leasecheck's property tests.
+    """
+    body = {
+        "trivial": "def test_trivial(leasecheck_database):\n    pass\n",
+        "suite": "from leasecheck.suite import *  # noqa: F403\n",
+    }[test]
+    (tmp_path / f"test_{test}.py").write_text(body)
     tmp = tmp_path / "tmp"
-    done = child.run(child.command("test_trivial.py", *args, rootdir=tmp_path), tmp, cwd=tmp_path)
-    assert list(tmp.iterdir()) == [], "the session left files of a server behind"
+    argv = child.command(f"test_{test}.py", *args, rootdir=tmp_path)
+    done = child.run(argv, tmp, cwd=tmp_path)
+    assert _ours(tmp) == [], "the session left files of a server behind"
     assert child.processes_under(tmp) == []
     return done
 
 
+def _ours(tmp: Path) -> list[Path]:
+    """Return what is in a child's TMPDIR besides pytest's own (xdist makes pytest-of-*)."""
+    return [p for p in tmp.iterdir() if not p.name.startswith("pytest-of-")]
+
+
+_XDIST = "bringing up nodes..."
+"""xdist's own progress line, printed before any plugin knows what was collected."""
+
+
 def _one_line(done: child.Finished, *fragments: str) -> str:
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.output
-    assert len(done.lines) == 1, done.output
-    line = done.lines[0]
+    lines = [line for line in done.lines if line != _XDIST]
+    assert len(lines) == 1, done.output
+    line = lines[0]
     assert line.startswith("ERROR: leasecheck: ")
     for fragment in fragments:
         assert fragment in line
@@ -72,13 +91,13 @@ def _one_line(done: child.Finished, *fragments: str) -> str:
 
 
 def test_unreachable_server_stops_the_run_in_one_line(tmp_path: Path) -> None:
-    """--pg-dsn at a closed port: the reason and what to check, once, before any test."""
+    """--leasecheck-pg-dsn at a closed port: the reason and what to check, once, before any test."""
     dsn = f"host=127.0.0.1 port={_closed_port()} user=postgres dbname=postgres"
     _one_line(
-        _session(tmp_path, "--pg-dsn", dsn),
+        _session(tmp_path, "--leasecheck-pg-dsn", dsn),
         "cannot connect to PostgreSQL (dsn)",
         "Connection refused",
-        "check the server is up and the DSN (--pg-dsn / LEASECHECK_DSN) is right",
+        "check the server is up and the DSN (--leasecheck-pg-dsn / LEASECHECK_DSN) is right",
     )
 
 
@@ -88,7 +107,7 @@ def test_wrong_password_stops_the_run_in_one_line(
     """A server that checks passwords refuses a wrong one: one line, nothing created there."""
     dsn = password_server.tcp_dsn("postgres", "not-" + _PASSWORD)
     line = _one_line(
-        _session(tmp_path, "--pg-dsn", dsn),
+        _session(tmp_path, "--leasecheck-pg-dsn", dsn),
         'password authentication failed for user "postgres"',
         "check the server is up and the DSN",
     )
@@ -107,18 +126,18 @@ def test_malformed_dsn_stops_the_run_in_one_line_without_echoing_the_password(
 ) -> None:
     """A DSN libpq cannot parse is named as such, with the two forms to write instead."""
     line = _one_line(
-        _session(tmp_path, "--pg-dsn", "postgresql://me:hunter2@[::1"),
-        "malformed DSN in --pg-dsn / LEASECHECK_DSN",
+        _session(tmp_path, "--leasecheck-pg-dsn", "postgresql://me:hunter2@[::1"),
+        "malformed DSN in --leasecheck-pg-dsn / LEASECHECK_DSN",
         "write it as 'postgresql://user:password@host:5432/dbname'",
     )
     assert "hunter2" not in line
 
 
 def test_unknown_pg_value_stops_the_run_in_one_line(tmp_path: Path) -> None:
-    """An unknown --pg lists the choices."""
+    """An unknown --leasecheck-pg lists the choices."""
     _one_line(
-        _session(tmp_path, "--pg=podman"),
-        "unknown --pg value 'podman': use one of embedded, docker, dsn",
+        _session(tmp_path, "--leasecheck-pg=podman"),
+        "unknown --leasecheck-pg value 'podman': use one of embedded, docker, dsn",
     )
 
 
@@ -128,7 +147,7 @@ def test_a_tmpdir_closed_to_the_server_user_stops_the_run_in_one_line(tmp_path: 
     closed = tmp_path / "closed"
     closed.mkdir(mode=0o700)
     line = _one_line(
-        _session(closed, "--pg=embedded"),
+        _session(closed, "--leasecheck-pg=embedded"),
         "the embedded PostgreSQL did not start",
         "is closed to the user 'nobody' the server runs as",
         "set TMPDIR to a directory others may enter",
@@ -137,12 +156,37 @@ def test_a_tmpdir_closed_to_the_server_user_stops_the_run_in_one_line(tmp_path: 
 
 
 def test_missing_queue_module_stops_the_run_in_one_line(tmp_path: Path) -> None:
-    """--queue-impl at a module that does not exist: named, with where to look."""
+    """--leasecheck-queue at a module that does not exist: named, with where to look."""
     _one_line(
-        _session(tmp_path, "--queue-impl", "nosuchpkg.queue:Queue"),
-        "no module named 'nosuchpkg'",
+        _session(tmp_path, "--leasecheck-queue", "nosuchpkg.queue:Queue", test="suite"),
+        "--leasecheck-queue 'nosuchpkg.queue:Queue': no module named 'nosuchpkg'",
         "check the spelling and that it is importable",
     )
+
+
+@pytest.mark.parametrize("n", ["0", "2"])
+def test_property_tests_without_a_queue_stop_the_run_in_one_line(tmp_path: Path, n: str) -> None:
+    """Outside leasecheck's repository nothing names the reference: no silent fallback,
+    with or without xdist."""
+    _one_line(
+        _session(tmp_path, "-n", n, test="suite"),
+        "leasecheck: no queue named; name the queue under test: pytest --leasecheck-queue",
+        'leasecheck_queue = "module:attr" under [tool.pytest.ini_options]',
+    )
+
+
+def test_unrelated_tests_start_no_server_and_import_no_queue(tmp_path: Path) -> None:
+    """A run of tests that use none of leasecheck's fixtures leaves it inert, even with a
+    queue named that would not import."""
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
+    with child.scratch() as tmp:
+        argv = child.command(
+            "test_plain.py", "--leasecheck-queue", "nosuchpkg:Q", "-n", "2", rootdir=tmp_path
+        )
+        done = child.run(argv, tmp, cwd=tmp_path)
+        assert done.returncode == 0, done.output
+        assert "leasecheck" not in done.output
+        assert _ours(tmp) == [], "something of leasecheck's was written or started"
 
 
 @pytest.mark.parametrize(
@@ -161,11 +205,11 @@ def test_malformed_dsns_are_named(dsn: str, fragment: str) -> None:
     assert "\n" not in message and "hunter2" not in message
 
 
-def test_unknown_role_is_one_line(pg_server_dsn: str) -> None:
+def test_unknown_role_is_one_line(leasecheck_server_dsn: str) -> None:
     """A role the server does not know: the server's reason, in one line, and what to check."""
     role = f"lc_nosuch_{secrets.token_hex(4)}"
     with pytest.raises(servers.ServerUnavailable) as caught:
-        servers.from_dsn(make_conninfo(pg_server_dsn, user=role))
+        servers.from_dsn(make_conninfo(leasecheck_server_dsn, user=role))
     message = str(caught.value)
     # A trusting server says the role does not exist; one that checks passwords says the
     # password failed for it. Either way the role is named, on one line.
@@ -173,9 +217,10 @@ def test_unknown_role_is_one_line(pg_server_dsn: str) -> None:
 
 
 def test_pg_dsn_source_without_a_dsn_is_one_line() -> None:
-    """--pg=dsn alone says where the DSN goes."""
+    """--leasecheck-pg=dsn alone says where the DSN goes."""
     with pytest.raises(
-        servers.ServerUnavailable, match=r"--pg=dsn needs --pg-dsn or LEASECHECK_DSN"
+        servers.ServerUnavailable,
+        match=r"--leasecheck-pg=dsn needs --leasecheck-pg-dsn or LEASECHECK_DSN",
     ):
         servers.resolve("dsn", None, "postgres:18")
 
@@ -183,13 +228,16 @@ def test_pg_dsn_source_without_a_dsn_is_one_line() -> None:
 @pytest.mark.parametrize(
     ("spec", "fragment"),
     [
-        ("reference.queue", "is not of the form module:attr"),
-        ("reference.queue:NoSuchQueue", "module reference.queue has no attribute 'NoSuchQueue'"),
+        ("leasecheck.reference.queue", "is not of the form module:attr"),
+        (
+            "leasecheck.reference.queue:NoSuchQueue",
+            "module leasecheck.reference.queue has no attribute 'NoSuchQueue'",
+        ),
         ("collections:OrderedDict", "without the contract's members: name, max_attempts"),
     ],
 )
 def test_unusable_queue_impls_are_named(spec: str, fragment: str) -> None:
-    """Each way --queue-impl can miss is one line naming what is missing."""
+    """Each way a queue's name can miss is one line naming what is missing."""
     with pytest.raises(contract.ContractError) as caught:
         contract.load(spec)
     assert fragment in str(caught.value) and "\n" not in str(caught.value)
@@ -250,11 +298,11 @@ def test_huge_payload_is_refused_and_nothing_is_inserted(
     db: psycopg.Connection[Any], queue: ReferenceQueue
 ) -> None:
     """A payload over the queue's stated limit is refused before it reaches the server."""
-    limit = getattr(reference.queue, "MAX_PAYLOAD_BYTES", None)
+    limit = getattr(leasecheck.reference.queue, "MAX_PAYLOAD_BYTES", None)
     if limit is None:
         pytest.skip(
-            "reference.queue states no payload limit (MAX_PAYLOAD_BYTES): jsonb takes up to "
-            "255 MB, so no test here can afford to reach one"
+            "leasecheck.reference.queue states no payload limit (MAX_PAYLOAD_BYTES): jsonb "
+            "takes up to 255 MB, so no test here can afford to reach one"
         )
     payload = {"blob": "x" * (int(limit) + 1)}
     assert len(json.dumps(payload)) > limit

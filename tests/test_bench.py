@@ -6,8 +6,8 @@ from hypothesis.stateful import RuleBasedStateMachine
 
 from bench.hollow import Hollow
 from bench.wire import Wire
-from stateful import clock
-from stateful.machine import LeaseMachine
+from leasecheck.stateful import clock
+from leasecheck.stateful.machine import LeaseMachine
 
 
 def _shape(machine: type[RuleBasedStateMachine]) -> dict[str, dict[str, str]]:
@@ -22,10 +22,10 @@ def test_the_hollow_machine_has_the_lease_machines_rules() -> None:
     assert _shape(Hollow) == _shape(LeaseMachine)
 
 
-def test_wire_counts_one_round_trip_per_statement_by_kind(installed_dsn: str) -> None:
+def test_wire_counts_one_round_trip_per_statement_by_kind(reference_dsn: str) -> None:
     """Simple and prepared statements each count once, sorted by what they touch, timed."""
     wire = Wire()
-    with wire.traced(), clock.connect(installed_dsn) as conn:
+    with wire.traced(), clock.connect(reference_dsn) as conn:
         for _ in range(3):
             conn.execute("select 1")
         for _ in range(2):  # psycopg prepares in a round trip of its own, then binds

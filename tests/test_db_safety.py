@@ -1,4 +1,5 @@
-"""With `--pg-dsn` the suite creates and drops only its own databases, and says so when it cannot.
+"""With `--leasecheck-pg-dsn` the suite creates and drops only its own databases, and says so
+when it cannot.
 
 A child session runs real suite tests against this session's server as a role made
 for the purpose, aimed at a canary database that is not the suite's. Afterwards the
@@ -18,14 +19,14 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from dbfixtures import child
+from tests import child
 
 
 @pytest.fixture
-def role(pg_server_dsn: str) -> Iterator[tuple[str, str]]:
+def role(leasecheck_server_dsn: str) -> Iterator[tuple[str, str]]:
     """Return (name, password) of a fresh login role on the server; drop it after."""
     name, password = f"lc_safety_{secrets.token_hex(4)}", secrets.token_hex(12)
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+    with psycopg.connect(leasecheck_server_dsn, autocommit=True) as conn:
         may = conn.execute(
             "select rolcreaterole or rolsuper from pg_roles where rolname = current_user"
         ).fetchone()
@@ -39,17 +40,17 @@ def role(pg_server_dsn: str) -> Iterator[tuple[str, str]]:
     try:
         yield name, password
     finally:
-        with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+        with psycopg.connect(leasecheck_server_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
 
 
 @pytest.fixture
-def canary(pg_server_dsn: str, role: tuple[str, str]) -> Iterator[str]:
+def canary(leasecheck_server_dsn: str, role: tuple[str, str]) -> Iterator[str]:
     """Return a DSN for a database that is not the suite's, with a table the role may write."""
     name = f"canary_{secrets.token_hex(4)}"
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+    with psycopg.connect(leasecheck_server_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    dsn = make_conninfo(pg_server_dsn, dbname=name)
+    dsn = make_conninfo(leasecheck_server_dsn, dbname=name)
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("create table canary (id int primary key, note text not null)")
@@ -60,7 +61,7 @@ def canary(pg_server_dsn: str, role: tuple[str, str]) -> Iterator[str]:
             conn.execute(sql.SQL("grant all on canary to {}").format(sql.Identifier(role[0])))
         yield dsn
     finally:
-        with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+        with psycopg.connect(leasecheck_server_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("drop database {} with (force)").format(sql.Identifier(name)))
 
 
@@ -98,34 +99,37 @@ def _owned_databases(server_dsn: str, role: str) -> list[str]:
 
 
 def test_a_session_on_your_server_touches_only_its_own_databases(
-    pg_server_dsn: str, role: tuple[str, str], canary: str, tmp_path: Path
+    leasecheck_server_dsn: str, role: tuple[str, str], canary: str, tmp_path: Path
 ) -> None:
-    """Real suite tests run with --pg-dsn at a canary database: the canary stays as it was."""
+    """Real suite tests run with --leasecheck-pg-dsn at a canary database: the canary stays
+    as it was."""
     name, password = role
-    with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+    with psycopg.connect(leasecheck_server_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("alter role {} createdb").format(sql.Identifier(name)))
     before = _fingerprint(canary)
     assert len(before["rows"]) == 5
     dsn = make_conninfo(canary, user=name, password=password)
     done = child.run(
-        child.command("tests/test_reference_queue.py", "-p", "no:randomly", "--pg-dsn", dsn),
+        child.command(
+            "tests/test_reference_queue.py", "-p", "no:randomly", "--leasecheck-pg-dsn", dsn
+        ),
         tmp_path / "tmp",
     )
     assert done.returncode == 0, done.output
     assert " passed" in done.lines[-1], done.output
     assert _fingerprint(canary) == before
-    assert _owned_databases(pg_server_dsn, name) == [], "the session left a database behind"
+    assert _owned_databases(leasecheck_server_dsn, name) == [], "the session left a database behind"
 
 
 def test_a_role_without_createdb_is_refused_in_one_line(
-    pg_server_dsn: str, role: tuple[str, str], tmp_path: Path
+    leasecheck_server_dsn: str, role: tuple[str, str], tmp_path: Path
 ) -> None:
     """The refusal comes once, before any test, names the fix, and nothing is created."""
     name, password = role
-    dsn = make_conninfo(pg_server_dsn, user=name, password=password)
-    (tmp_path / "test_nothing.py").write_text("def test_nothing(pg_database):\n    pass\n")
+    dsn = make_conninfo(leasecheck_server_dsn, user=name, password=password)
+    (tmp_path / "test_nothing.py").write_text("def test_nothing(leasecheck_database):\n    pass\n")
     done = child.run(
-        child.command("test_nothing.py", "--pg-dsn", dsn, rootdir=tmp_path),
+        child.command("test_nothing.py", "--leasecheck-pg-dsn", dsn, rootdir=tmp_path),
         tmp_path / "tmp",
         cwd=tmp_path,
     )
@@ -133,4 +137,4 @@ def test_a_role_without_createdb_is_refused_in_one_line(
     assert len(done.lines) == 1, done.output
     assert f"role {name!r} may not create databases" in done.lines[0]
     assert f'alter role "{name}" createdb' in done.lines[0]
-    assert _owned_databases(pg_server_dsn, name) == []
+    assert _owned_databases(leasecheck_server_dsn, name) == []

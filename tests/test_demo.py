@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dbfixtures import janitor
+from leasecheck.dbfixtures import janitor
 
 ROOT = Path(__file__).resolve().parent.parent
 # The story, written out here rather than imported, so the demo cannot grade itself.
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 
 @dataclass(frozen=True)
 class DemoRun:
-    """What one `python -m reference.demo --fast` run printed, returned and wrote."""
+    """What one `python -m leasecheck.reference.demo --fast` run printed, returned and wrote."""
 
     returncode: int
     output: str
@@ -37,10 +37,17 @@ class DemoRun:
 
 
 @pytest.fixture(scope="module")
-def demo_run(pg_server_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+def demo_run(leasecheck_server_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     """Run the fast demo once against the suite's server and keep what it produced."""
     path = tmp_path_factory.mktemp("demo") / "demo.json"
-    command = [sys.executable, "-m", "reference.demo", "--fast", "--pg-dsn", pg_server_dsn]
+    command = [
+        sys.executable,
+        "-m",
+        "leasecheck.reference.demo",
+        "--fast",
+        "--pg-dsn",
+        leasecheck_server_dsn,
+    ]
     result = subprocess.run(
         [*command, "--json", str(path)],
         cwd=ROOT,
@@ -62,7 +69,7 @@ def test_demo_counts_the_receipts_the_story_predicts(demo_run: DemoRun) -> None:
     assert demo_run.table["ok"] is True
 
 
-def test_demo_leaves_no_database_behind(demo_run: DemoRun, pg_server_dsn: str) -> None:
+def test_demo_leaves_no_database_behind(demo_run: DemoRun, leasecheck_server_dsn: str) -> None:
     """Every database the demo created on the suite's server is dropped when it ends."""
     assert demo_run.table, demo_run.output
-    assert [name for name in janitor.leftovers(pg_server_dsn) if "demo" in name] == []
+    assert [name for name in janitor.leftovers(leasecheck_server_dsn) if "demo" in name] == []

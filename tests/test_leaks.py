@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from dbfixtures import child, janitor
+from leasecheck.dbfixtures import janitor
+from tests import child
 
 _THROWAWAY = """
 import json, os, time
@@ -30,17 +31,17 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def worker_id_label() -> str:
+def leasecheck_worker_label() -> str:
     return os.environ["LEAK_LABEL"]
 
 
-def test_holds_a_database(pg_database, pg_server):
-    emb = pg_server.embedded
+def test_holds_a_database(leasecheck_database, leasecheck_server):
+    emb = leasecheck_server.embedded
     # Written aside, then renamed: the parent signals as soon as the marker exists.
     marker = Path(os.environ["LEAK_MARKER"])
     draft = marker.with_suffix(".draft")
     draft.write_text(json.dumps({
-        "database": pg_database,
+        "database": leasecheck_database,
         "root": str(emb.root) if emb else None,
         "pid": emb.pid if emb else None,
     }))
@@ -88,13 +89,15 @@ def _alive(pid: int) -> bool:
     ],
 )
 def test_a_session_leaves_no_server_and_no_database(
-    mode: str, server: str, tmp_path: Path, child_tmp: Path, pg_server_dsn: str
+    mode: str, server: str, tmp_path: Path, child_tmp: Path, leasecheck_server_dsn: str
 ) -> None:
     """Whether its test passes, fails or is interrupted, the child cleans up after itself."""
     (tmp_path / "test_throwaway.py").write_text(_THROWAWAY)
     marker, tmp = tmp_path / "marker.json", child_tmp
     label = f"leak{secrets.token_hex(3)}"
-    args = ["test_throwaway.py"] + (["--pg-dsn", pg_server_dsn] if server == "dsn" else [])
+    args = ["test_throwaway.py"] + (
+        ["--leasecheck-pg-dsn", leasecheck_server_dsn] if server == "dsn" else []
+    )
     proc = child.start(
         child.command(*args, rootdir=tmp_path),
         tmp,
@@ -122,5 +125,9 @@ def test_a_session_leaves_no_server_and_no_database(
         assert child.processes_under(tmp) == []
         assert list(tmp.iterdir()) == [], "the server's directory was not removed"
     else:
-        left = [d for d in janitor.leftovers(pg_server_dsn) if d.startswith(f"leasecheck_{label}")]
+        left = [
+            d
+            for d in janitor.leftovers(leasecheck_server_dsn)
+            if d.startswith(f"leasecheck_{label}")
+        ]
         assert left == []

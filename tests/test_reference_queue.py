@@ -8,9 +8,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from reference.queue import BadInput, ReferenceQueue
-from stateful import clock
-from stateful.contract import Claim
+from leasecheck.reference.queue import QUERIES, BadInput, ReferenceQueue
+from leasecheck.stateful import clock
+from leasecheck.stateful.contract import Claim
 
 LEASE = timedelta(seconds=30)
 
@@ -42,12 +42,12 @@ def test_claim_takes_the_oldest_job_first(
 
 
 def test_claim_skips_a_row_another_transaction_locked(
-    db: psycopg.Connection[Any], installed_dsn: str, queue: ReferenceQueue
+    db: psycopg.Connection[Any], reference_dsn: str, queue: ReferenceQueue
 ) -> None:
     """A claim in flight elsewhere does not block or duplicate: the next job is taken."""
     first = queue.enqueue(db, {})
     second = queue.enqueue(db, {})
-    with clock.connect(installed_dsn) as other, other.transaction():
+    with clock.connect(reference_dsn) as other, other.transaction():
         held = queue.claim(other, "a", LEASE)
         assert held is not None and held.job_id == first
         got = queue.claim(db, "b", LEASE)
@@ -186,7 +186,7 @@ def test_claim_reads_the_partial_index(db: psycopg.Connection[Any], queue: Refer
     queue.enqueue(db, {})
     db.execute("analyze jobs")
     plan = db.execute(
-        "explain " + __import__("reference.queue").queue.QUERIES["claim"].text,
+        "explain " + QUERIES["claim"].text,
         {"worker": "w", "lease": LEASE},
     ).fetchall()
     text = "\n".join(r[0] for r in plan)

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from adapters.sqlfile_queue import ENV, SqlFileError, SqlFileQueue, from_env
-from dbfixtures import janitor
-from stateful import actors, clock
-from stateful.machine import Harness, LeaseMachine
-from stateful.properties import PropertyViolated
+from leasecheck.adapters.sqlfile_queue import ENV, SqlFileError, SqlFileQueue, from_env
+from leasecheck.dbfixtures import janitor
+from leasecheck.stateful import actors, clock
+from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.properties import PropertyViolated
 
-FILES = Path(__file__).parent.parent / "adapters" / "sql"
+FILES = Path(__file__).parent.parent / "leasecheck" / "adapters" / "sql"
 REFERENCE = FILES / "reference.sql"
 LEASE = timedelta(seconds=30)
 MUTANTS = {
@@ -122,9 +122,9 @@ def test_from_env_names_the_variable_when_unset(monkeypatch: pytest.MonkeyPatch)
 
 
 @pytest.fixture(scope="module")
-def sqlfile_dsn(pg_server_dsn: str, worker_id_label: str) -> Iterator[str]:
+def sqlfile_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
     """Return a DSN for a database of this module's own with reference.sql installed."""
-    with janitor.temporary(pg_server_dsn, f"{worker_id_label}_sqlfile") as dsn:
+    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_sqlfile") as dsn:
         with clock.connect(dsn) as conn:
             clock.install(conn)
             SqlFileQueue(REFERENCE).install(conn)

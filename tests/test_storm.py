@@ -11,9 +11,9 @@ import psycopg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.queue import ReferenceQueue
-from stateful import clock
-from stateful.contract import Claim
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful import clock
+from leasecheck.stateful.contract import Claim
 
 THREADS = 8
 JOBS = 240
@@ -21,7 +21,7 @@ LEASE = timedelta(seconds=30)
 
 
 def test_claim_storm_hands_each_job_to_exactly_one_thread(
-    db: psycopg.Connection[Any], installed_dsn: str
+    db: psycopg.Connection[Any], reference_dsn: str
 ) -> None:
     """Eight threads claim 240 jobs at once: every job once, none twice, all within the lease."""
     queue = ReferenceQueue()
@@ -33,7 +33,7 @@ def test_claim_storm_hands_each_job_to_exactly_one_thread(
 
     def work(name: str) -> None:
         try:
-            with clock.connect(installed_dsn) as conn:
+            with clock.connect(reference_dsn) as conn:
                 start.wait()
                 while (claim := queue.claim(conn, name, LEASE)) is not None:
                     with lock:
@@ -80,10 +80,10 @@ _JSON = st.recursive(
         st.text(max_size=8).filter(lambda k: "\x00" not in k), _JSON, max_size=5
     )
 )
-def test_payload_round_trips_through_jsonb(installed_dsn: str, payload: dict[str, Any]) -> None:
+def test_payload_round_trips_through_jsonb(reference_dsn: str, payload: dict[str, Any]) -> None:
     """Whatever JSON jsonb can hold comes back from the queue exactly as it went in."""
     queue = ReferenceQueue()
-    with clock.connect(installed_dsn) as conn, conn.transaction(force_rollback=True):
+    with clock.connect(reference_dsn) as conn, conn.transaction(force_rollback=True):
         job = queue.enqueue(conn, payload)
         row = queue.job(conn, job)
         assert row is not None and row["payload"] == payload

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from stateful.history import History
-from stateful.svg import load, main, render_svg
+from leasecheck.stateful.history import History
+from leasecheck.stateful.svg import load, main, render_svg
 
 DATA = Path(__file__).with_name("data")
 SECOND = 1_000_000

@@ -3,7 +3,8 @@
 So a queue written in Go, Elixir, Ruby or Node can be checked without writing Python:
 copy its SQL into a file in the `-- name: x` format of `stateful.sqlfile` and run
 
-    LEASECHECK_SQL_QUEUE=path/to/queue.sql pytest --queue-impl adapters.sqlfile_queue:from_env
+    LEASECHECK_SQL_QUEUE=path/to/queue.sql \
+        pytest --leasecheck-queue leasecheck.adapters.sqlfile_queue:from_env
 
 The file starts with a header that declares what the contract's optional members
 would (parsed strictly: an unknown key, a bad value or a missing `max_attempts` is
@@ -49,8 +50,8 @@ from typing import Any
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from stateful import sqlfile
-from stateful.contract import Claim, ContractError, Effect, JobId
+from leasecheck.stateful import sqlfile
+from leasecheck.stateful.contract import Claim, ContractError, Effect, JobId
 
 ENV = "LEASECHECK_SQL_QUEUE"
 QUERIES = (

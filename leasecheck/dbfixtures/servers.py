@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from dbfixtures import embedded, janitor
+from leasecheck.dbfixtures import embedded, janitor
 
 SOURCES = ("embedded", "docker", "dsn")
 _USERINFO = re.compile(r"//[^/@\s]*@")
@@ -42,7 +42,7 @@ def check_dsn(dsn: str) -> None:
         # libpq quotes the DSN back: hide the user:password part of a URI.
         reason = _USERINFO.sub("//***@", " ".join(str(exc).split()))
         raise ServerUnavailable(
-            f"malformed DSN in --pg-dsn / LEASECHECK_DSN ({reason}); write it as "
+            f"malformed DSN in --leasecheck-pg-dsn / LEASECHECK_DSN ({reason}); write it as "
             "'postgresql://user:password@host:5432/dbname' or 'host=... user=... dbname=...'"
         ) from None
 
@@ -62,7 +62,8 @@ def probe(server: Server) -> Server:
         reason = _reason(exc)
         raise ServerUnavailable(
             f"cannot connect to PostgreSQL ({server.source}): {reason}; check the server is up "
-            "and the DSN (--pg-dsn / LEASECHECK_DSN) is right, or omit it for the embedded server"
+            "and the DSN (--leasecheck-pg-dsn / LEASECHECK_DSN) is right, or omit it for the "
+            "embedded server"
         ) from None
     except janitor.DatabaseRefused as exc:
         server.stop()
@@ -90,7 +91,7 @@ def from_embedded() -> Server:
         reason = " ".join(str(exc).split())
         raise ServerUnavailable(
             f"the embedded PostgreSQL did not start: {reason}; "
-            "or pass --pg-dsn for a server you run"
+            "or pass --leasecheck-pg-dsn for a server you run"
         ) from None
     return probe(Server(dsn=emb.dsn, source=f"embedded at {emb.root}", stop=emb.stop, embedded=emb))
 
@@ -101,7 +102,7 @@ def from_docker(image: str) -> Server:
         from testcontainers.postgres import PostgresContainer
     except ImportError:
         raise ServerUnavailable(
-            "--pg=docker needs testcontainers: pip install -e '.[docker]'"
+            "--leasecheck-pg=docker needs testcontainers: pip install 'leasecheck[docker]'"
         ) from None
     try:
         container = PostgresContainer(image, driver=None)
@@ -109,8 +110,8 @@ def from_docker(image: str) -> Server:
     except Exception as exc:
         reason = " ".join(str(exc).split())[:200]
         raise ServerUnavailable(
-            f"--pg=docker could not start {image} ({reason}): no Docker engine is reachable; "
-            "start Docker, or drop --pg=docker to use the embedded server"
+            f"--leasecheck-pg=docker could not start {image} ({reason}): no Docker engine is "
+            "reachable; start Docker, or drop --leasecheck-pg=docker to use the embedded server"
         ) from None
     url = str(container.get_connection_url())
     return probe(Server(dsn=url, source=f"docker {image}", stop=container.stop))
@@ -119,10 +120,14 @@ def from_docker(image: str) -> Server:
 def resolve(source: str, dsn: str | None, image: str) -> Server:
     """Return the server the options ask for."""
     if source not in SOURCES:
-        raise ServerUnavailable(f"unknown --pg value {source!r}: use one of {', '.join(SOURCES)}")
+        raise ServerUnavailable(
+            f"unknown --leasecheck-pg value {source!r}: use one of {', '.join(SOURCES)}"
+        )
     if dsn or source == "dsn":
         if not dsn:
-            raise ServerUnavailable("--pg=dsn needs --pg-dsn or LEASECHECK_DSN")
+            raise ServerUnavailable(
+                "--leasecheck-pg=dsn needs --leasecheck-pg-dsn or LEASECHECK_DSN"
+            )
         return from_dsn(dsn)
     if source == "docker":
         return from_docker(image)

@@ -1,9 +1,9 @@
 """A real worker process for the double-receipt story: claim, work, send a receipt.
 
-    python -m reference.worker NAME --dsn DSN [--lease S] [--job-seconds S]
+    python -m leasecheck.reference.worker NAME --dsn DSN [--lease S] [--job-seconds S]
         [--mode naive|heartbeat|fenced] [--max-jobs N] [--poll S] [--idle-exit S]
 
-It exists so `reference.demo` can show, with real processes and real signals, which
+It exists so `leasecheck.reference.demo` can show, with real processes and real signals, which
 fix stops a duplicate receipt: `naive` only claims and completes, `heartbeat` also
 renews its lease from a thread, `fenced` also lets the database reject a completion
 whose attempt no longer owns the job and keys its receipt on the job id.
@@ -29,14 +29,14 @@ from typing import Any
 
 import psycopg
 
-from reference.queue import BadInput, ReferenceQueue, check_worker
-from stateful.contract import Claim
+from leasecheck.reference.queue import BadInput, ReferenceQueue, check_worker
+from leasecheck.stateful.contract import Claim
 
 MODES = ("naive", "heartbeat", "fenced")
 SLICE = 0.05
 """Longest single sleep, so SIGTERM and the end of a SIGCONT'd pause are seen promptly."""
 
-log = logging.getLogger("reference.worker")
+log = logging.getLogger("leasecheck.reference.worker")
 
 
 @dataclass(frozen=True)
@@ -236,7 +236,7 @@ def _count(text: str) -> int:
 def parse(argv: list[str] | None = None) -> Settings:
     """Return the settings the command line asks for."""
     parser = argparse.ArgumentParser(
-        prog="python -m reference.worker",
+        prog="python -m leasecheck.reference.worker",
         description="Claim jobs from the reference queue, work on each, send a receipt.",
     )
     parser.add_argument("name", help="this worker's name, recorded as locked_by and on receipts")

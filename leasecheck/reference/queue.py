@@ -3,7 +3,7 @@
 It implements the contract of `stateful.contract`: the attempt counter is the fencing
 token, a completion commits its effect in the same transaction as the ownership
 check, and the idempotency key comes from the job id, never the attempt.
-The worker loop (`reference.worker`) and the demo call this module; they hold no SQL.
+The worker loop (`leasecheck.reference.worker`) and the demo call this module; they hold no SQL.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import psycopg
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from stateful.contract import Claim, Effect
-from stateful.sqlfile import load
+from leasecheck.stateful.contract import Claim, Effect
+from leasecheck.stateful.sqlfile import load
 
 HERE = Path(__file__).parent
 QUERIES = load(HERE / "queries.sql")

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 from psycopg import Connection, sql
 
-from stateful.sqlfile import load
+from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("clock.sql"))
 SEARCH_PATH = "public, leasecheck, pg_catalog"

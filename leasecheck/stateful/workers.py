@@ -6,17 +6,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stateful.actors import Session
-from stateful.contract import Claim
-from stateful.model import Grant
+from leasecheck.stateful.actors import Session
+from leasecheck.stateful.contract import Claim
+from leasecheck.stateful.model import Grant
 
 
 @dataclass(eq=False)
 class Held:
-    """A claim a worker holds; `grant` is set once the claim has committed."""
+    """A claim a worker holds; `grant` is set once the claim has committed.
+
+    `claim` is the harness's reading of it; `raw` is the object the queue handed
+    out, which is what the queue gets back.
+    """
 
     claim: Claim
     label: str
+    raw: Any = None
+
+    def __post_init__(self) -> None:
+        if self.raw is None:
+            self.raw = self.claim
+
     grant: Grant | None = None
     believed: bool = True
     next_beat: int | None = None

@@ -1,6 +1,6 @@
 """The double-receipt experiment, with real worker processes and real signals.
 
-    python -m reference.demo [--fast] [--pg-dsn DSN] [--json PATH]
+    python -m leasecheck.reference.demo [--fast] [--pg-dsn DSN] [--json PATH]
         [--scenario slow-job|paused-worker] [--mode naive|heartbeat|fenced] [--serial]
 
 For each scenario and worker mode it starts workers A and B (`python -m
@@ -39,9 +39,9 @@ from typing import Any
 
 import psycopg
 
-from dbfixtures import embedded, janitor
-from reference.queue import ReferenceQueue
-from reference.worker import MODES, Settings
+from leasecheck.dbfixtures import embedded, janitor
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.reference.worker import MODES, Settings
 
 SCENARIOS = ("slow-job", "paused-worker")
 EXPECTED = {
@@ -121,7 +121,7 @@ class Children:
 
     def spawn(self, settings: Settings, log: Path) -> subprocess.Popen[bytes]:
         """Start a worker process whose output goes to `log`."""
-        command = [sys.executable, "-m", "reference.worker", *settings.argv()]
+        command = [sys.executable, "-m", "leasecheck.reference.worker", *settings.argv()]
         with self._lock, log.open("wb") as out:
             proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
             self._procs.append(proc)
@@ -380,7 +380,7 @@ def table(cells: list[Cell]) -> str:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m reference.demo",
+        prog="python -m leasecheck.reference.demo",
         description="Count the receipts one job produces with naive, heartbeat and fenced "
         "workers when a job runs slow or a worker is paused.",
     )

@@ -63,8 +63,8 @@ from pgqueuer.queries import EntrypointExecutionParameter, Queries
 from psycopg import Connection, RawCursor
 from psycopg.rows import dict_row
 
-from stateful.contract import Claim, Effect
-from stateful.sqlfile import load
+from leasecheck.stateful.contract import Claim, Effect
+from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("pgqueuer.sql"))
 ENTRYPOINT = "leasecheck"

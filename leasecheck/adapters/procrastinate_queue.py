@@ -63,8 +63,8 @@ from procrastinate import connector, exceptions, jobs, manager, retry, schema
 from procrastinate.sync_psycopg_connector import SyncPsycopgConnector
 from psycopg import Connection
 
-from stateful.contract import Claim, Effect
-from stateful.sqlfile import load
+from leasecheck.stateful.contract import Claim, Effect
+from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("procrastinate.sql"))
 QUEUE = "leasecheck"

@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 from psycopg import Connection
 
-from stateful import clock
+from leasecheck.stateful import clock
 
 SAFETY_TIMEOUT = 30.0
 SPARES = 2

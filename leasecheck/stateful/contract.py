@@ -36,16 +36,40 @@ REQUIRED = (
 
 @dataclass(frozen=True)
 class Claim:
-    """One grant of one job to one worker; `token` is the queue's fencing token."""
+    """One grant of one job to one worker; `token` is the queue's fencing token.
+
+    A convenience: a queue may hand out any object with `job_id`, `token` and
+    `worker` attributes, or a `(job_id, token, worker)` tuple, and gets that same
+    object back in `heartbeat`, `complete`, `fail` and `effect_key`.
+    """
 
     job_id: JobId
     token: Hashable
     worker: str
 
 
+def as_claim(value: Any) -> Claim:
+    """Return the harness's reading of a claim the queue handed out."""
+    if isinstance(value, Claim):
+        return value
+    if isinstance(value, tuple) and len(value) == 3:
+        return Claim(*value)
+    try:
+        return Claim(job_id=value.job_id, token=value.token, worker=value.worker)
+    except AttributeError:
+        raise ContractError(
+            f"claim() returned a {type(value).__name__}: return None, an object with "
+            "job_id, token and worker attributes, or a (job_id, token, worker) tuple"
+        ) from None
+
+
 @runtime_checkable
 class Queue(Protocol):
-    """The contract of DESIGN.md; see the module docstring for the rules."""
+    """What every queue under test implements; see the module docstring for the rules.
+
+    `Claim` in these signatures stands for whatever claim object the queue hands
+    out (see `Claim`); the harness passes it back unchanged.
+    """
 
     name: str
     max_attempts: int | None
@@ -107,46 +131,42 @@ def not_checked(queue: Queue) -> list[str]:
 
 
 class ContractError(ValueError):
-    """`--queue-impl` does not lead to a usable queue; the message says what to fix."""
+    """The named queue is not usable as one; the message says what to fix."""
 
 
 def load(spec: str) -> Queue:
     """Return the queue that `module:attr` names (a class, a factory, or an instance)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise ContractError(
-            f"--queue-impl {spec!r} is not of the form module:attr (e.g. reference.queue:Queue)"
-        )
+        raise ContractError(f"{spec!r} is not of the form module:attr (e.g. reference.queue:Queue)")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         raise ContractError(
-            f"--queue-impl {spec!r}: no module named {exc.name!r}; check the spelling "
+            f"{spec!r}: no module named {exc.name!r}; check the spelling "
             "and that it is importable (installed, or on PYTHONPATH)"
         ) from None
     except Exception as exc:
         raise ContractError(
-            f"--queue-impl {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}"
+            f"{spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}"
         ) from None
     try:
         target = getattr(module, attr)
     except AttributeError:
-        raise ContractError(
-            f"--queue-impl {spec!r}: module {module_name} has no attribute {attr!r}"
-        ) from None
+        raise ContractError(f"{spec!r}: module {module_name} has no attribute {attr!r}") from None
     queue: Any = target
     if inspect.isclass(target) or inspect.isfunction(target):
         try:
             queue = target()
         except Exception as exc:
             raise ContractError(
-                f"--queue-impl {spec!r}: calling {attr}() failed: {type(exc).__name__}: {exc}; "
+                f"{spec!r}: calling {attr}() failed: {type(exc).__name__}: {exc}; "
                 "it must build the queue with no arguments"
             ) from None
     missing = [m for m in REQUIRED if not hasattr(queue, m)]
     if missing:
         raise ContractError(
-            f"--queue-impl {spec!r} gives a {type(queue).__name__} without the contract's "
-            f"members: {', '.join(missing)} (see stateful/contract.py)"
+            f"{spec!r} gives a {type(queue).__name__} without the contract's "
+            f"members: {', '.join(missing)} (see leasecheck.stateful.contract)"
         )
     return queue  # type: ignore[no-any-return]

@@ -6,7 +6,7 @@ sees at a glance who held which job when and whose completion went through.
 
 from __future__ import annotations
 
-from stateful.history import Event, History
+from leasecheck.stateful.history import Event, History
 
 _WIDTH = 30
 

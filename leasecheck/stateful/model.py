@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from stateful import properties as P
-from stateful.contract import Claim, JobId
-from stateful.properties import Violation
+from leasecheck.stateful import properties as P
+from leasecheck.stateful.contract import Claim, JobId
+from leasecheck.stateful.properties import Violation
 
 
 @dataclass(eq=False)

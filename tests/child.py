@@ -23,8 +23,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-_PLUGINS = ("-p", "dbfixtures.plugin", "-p", "stateful.plugin")
-
 
 @dataclass(frozen=True)
 class Finished:
@@ -78,7 +76,7 @@ def command(*args: str, rootdir: Path | None = None) -> list[str]:
         ini = rootdir / "pytest.ini"
         if not ini.exists():
             ini.write_text("[pytest]\n")
-        argv += [*_PLUGINS, "-c", str(ini), "--rootdir", str(rootdir)]
+        argv += ["-c", str(ini), "--rootdir", str(rootdir)]
     return [*argv, *args]
 
 

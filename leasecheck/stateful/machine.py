@@ -26,16 +26,17 @@ from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from psycopg import Connection
 
-from stateful import actors, clock
-from stateful import properties as P
-from stateful.contract import Capabilities, Claim, Queue, capabilities
-from stateful.history import History
-from stateful.model import Oracle
-from stateful.moves import PICK, STALL, TAKE, Stall, Take
-from stateful.properties import PropertyViolated, Violation
-from stateful.svg import render_svg
-from stateful.timeline import render
-from stateful.workers import Held, Worker
+from leasecheck.stateful import actors, clock
+from leasecheck.stateful import properties as P
+from leasecheck.stateful.contract import Capabilities, Claim, Queue, as_claim, capabilities
+from leasecheck.stateful.history import History
+from leasecheck.stateful.model import Oracle
+from leasecheck.stateful.moves import PICK, STALL, TAKE, Stall, Take
+from leasecheck.stateful.program import FORMAT, Step, digest, recorded, to_json
+from leasecheck.stateful.properties import PropertyViolated, Violation
+from leasecheck.stateful.svg import render_svg
+from leasecheck.stateful.timeline import render
+from leasecheck.stateful.workers import Held, Worker
 
 SECOND = 1_000_000  # simulated time is kept in integer microseconds
 LEASE = 30 * SECOND
@@ -53,25 +54,51 @@ def violation_error(prop: str) -> type[PropertyViolated]:
     return _ERRORS[prop]
 
 
+@dataclass(frozen=True)
+class Failure:
+    """One failing example: what broke, the program that broke it, and its history."""
+
+    violation: Violation
+    program: tuple[Step, ...]
+    history: History
+    timeline: str
+
+
 @dataclass
 class Recorder:
-    """Keeps the last failing history per property, for the files a failing run leaves."""
+    """Keeps the last failing example per property, for the files a failing run leaves."""
 
-    last: dict[str, tuple[Violation, History, str]] = field(default_factory=dict)
+    last: dict[str, Failure] = field(default_factory=dict)
 
-    def write(self, directory: Path, stem: str) -> list[Path]:
-        """Write each recorded failure as JSON, a text timeline and an SVG; return the paths."""
+    def write(self, directory: Path, queue: str, spec: str) -> list[Path]:
+        """Write each failure as JSON (program and history), a text timeline and an SVG.
+
+        Files are named by queue, property and a hash of the program, so runs of two
+        queues, or two different failures, never overwrite each other.
+        """
         written = []
-        for prop, (violation, history, timeline) in self.last.items():
-            base = directory / f"{stem}-{prop}"
-            history.write(
-                base.with_suffix(".json"), {"property": prop, "violation": str(violation)}
-            )
-            base.with_suffix(".txt").write_text(timeline + "\n")
-            picture = render_svg(history, str(violation), prop, SECOND, LEASE)
+        for prop, failure in self.last.items():
+            steps = list(failure.program)
+            stem = f"{_file_safe(queue)}-{prop}-{digest(steps)}"
+            base = directory / stem
+            facts = {
+                "format": FORMAT,
+                "queue": queue,
+                "queue_spec": spec,
+                "property": prop,
+                "violation": str(failure.violation),
+                "program": to_json(steps),
+            }
+            failure.history.write(base.with_suffix(".json"), facts)
+            base.with_suffix(".txt").write_text(failure.timeline + "\n")
+            picture = render_svg(failure.history, str(failure.violation), prop, SECOND, LEASE)
             base.with_suffix(".svg").write_text(picture, encoding="utf-8")
             written += [base.with_suffix(s) for s in (".json", ".txt", ".svg")]
         return written
+
+
+def _file_safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name) or "queue"
 
 
 @dataclass
@@ -82,7 +109,9 @@ class Harness:
     pool: actors.Pool
     recorder: Recorder = field(default_factory=Recorder)
     excused: frozenset[str] = frozenset()
-    """Properties not judged (`--excuse`): the matrix uses it to find the next violation."""
+    """Properties not judged (`--leasecheck-excuse`): the matrix uses it to find the next one."""
+    spec: str = ""
+    """How the queue was named (`module:attr`), saved with a failure so it can be replayed."""
 
     @property
     def caps(self) -> Capabilities:
@@ -128,6 +157,7 @@ class LeaseMachine(RuleBasedStateMachine):
         self.db_dirty = False
         self.broken = False
         self.generation = itertools.count(2)
+        self.program: list[Step] = []
 
     # ----------------------------------------------------------------- plumbing
 
@@ -319,7 +349,7 @@ class LeaseMachine(RuleBasedStateMachine):
                 self.oracle.heartbeat(h.grant, accepted, at)
 
         self._call(
-            w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.claim, lease), done, beat=True
+            w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done, beat=True
         )
 
     def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
@@ -383,6 +413,7 @@ class LeaseMachine(RuleBasedStateMachine):
     # -------------------------------------------------------------------- rules
 
     @initialize(workers=st.integers(min_value=2, max_value=5))
+    @recorded
     def start(self, workers: int) -> None:
         """Start the workers and enqueue the first job (an example without one is wasted)."""
         with self._step():
@@ -400,6 +431,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: len(self.jobs) < MAX_JOBS)
     @rule(jobs=st.integers(min_value=1, max_value=MAX_JOBS - 1))
+    @recorded
     def enqueue(self, jobs: int) -> None:
         """The producer adds jobs (never more than MAX_JOBS in one example).
 
@@ -417,6 +449,7 @@ class LeaseMachine(RuleBasedStateMachine):
         )
     )
     @rule(how=TAKE)
+    @recorded
     def claim(self, how: Take) -> None:
         """A worker claims the next job; with `held`, inside a transaction it keeps open."""
         with self._step():
@@ -432,11 +465,11 @@ class LeaseMachine(RuleBasedStateMachine):
             if isinstance(result, BaseException) or result is None:
                 note(f"t={_seconds(at)} {w.name} claims: nothing")
                 return
-            claim: Claim = result
+            claim = as_claim(result)
             label = f"{w.name}:{self._job_label(claim)}#{claim.token!r}"
-            held = Held(claim=claim, label=label)
+            held = Held(claim=claim, label=label, raw=result)
             w.held.append(held)
-            key = self.queue.effect_key(claim)
+            key = self.queue.effect_key(result)
 
             def grant() -> None:
                 held.grant = self.oracle.grant(claim, label, at, key)
@@ -453,6 +486,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self._pairs()) and self.caps.heartbeats)
     @rule(pick=PICK)
+    @recorded
     def heartbeat(self, pick: int) -> None:
         """An explicit heartbeat on the main connection (inside the held transaction, if any)."""
         with self._step():
@@ -473,7 +507,7 @@ class LeaseMachine(RuleBasedStateMachine):
             )
             self._apply(w, lambda: self._judge_beat(h, accepted, at))
 
-        self._call(w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.claim, lease), done)
+        self._call(w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done)
 
     def _judge_beat(self, h: Held, accepted: bool, at: int) -> None:
         if h.grant is not None:
@@ -481,6 +515,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self._pairs()))
     @rule(pick=PICK)
+    @recorded
     def complete(self, pick: int) -> None:
         """A worker finishes a job it holds, whether or not its lease is still good."""
         with self._step():
@@ -517,7 +552,7 @@ class LeaseMachine(RuleBasedStateMachine):
             )
             self._apply(w, lambda: self._judge_complete(h, accepted, at))
 
-        self._call(w, "complete", h, lambda c: self.queue.complete(c, h.claim, effect), done)
+        self._call(w, "complete", h, lambda c: self.queue.complete(c, h.raw, effect), done)
 
     def _judge_complete(self, h: Held, accepted: bool, at: int) -> None:
         if h.grant is not None:
@@ -525,6 +560,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self._pairs()))
     @rule(pick=PICK)
+    @recorded
     def send_effect(self, pick: int) -> None:
         """A worker sends the job's external effect (a receipt) keyed by effect_key."""
         with self._step():
@@ -535,7 +571,7 @@ class LeaseMachine(RuleBasedStateMachine):
                     f"{h.label}"
                 )
                 return
-            key = self.queue.effect_key(h.claim)
+            key = self.queue.effect_key(h.raw)
             taken = self.oracle.external_effect(h.grant, key)
             self.history.add(
                 self.now,
@@ -553,6 +589,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self._pairs()))
     @rule(pick=PICK)
+    @recorded
     def fail(self, pick: int) -> None:
         """A worker reports that a job it holds failed (retry, or give up at the cap)."""
         with self._step():
@@ -571,7 +608,7 @@ class LeaseMachine(RuleBasedStateMachine):
             )
             self._apply(w, lambda: self._judge_fail(h, accepted, at))
 
-        self._call(w, "fail", h, lambda c: self.queue.fail(c, h.claim, "job raised"), done)
+        self._call(w, "fail", h, lambda c: self.queue.fail(c, h.raw, "job raised"), done)
 
     def _judge_fail(self, h: Held, accepted: bool, at: int) -> None:
         if h.grant is not None:
@@ -579,6 +616,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: any(not w.paused for w in self.workers))
     @rule(pick=PICK)
+    @recorded
     def pause(self, pick: int) -> None:
         """SIGSTOP: the worker takes no steps and sends no heartbeats until resumed."""
         with self._step():
@@ -589,6 +627,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: any(w.paused for w in self.workers))
     @rule(pick=PICK)
+    @recorded
     def resume(self, pick: int) -> None:
         with self._step():
             self._resume(self._pick([w for w in self.workers if w.paused], pick))
@@ -603,6 +642,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: any(not w.paused and w.granted for w in self.workers))
     @rule(how=STALL)
+    @recorded
     def asleep(self, how: Stall) -> None:
         """The story's pause in one step: a worker sleeps past the end of its lease, then wakes.
 
@@ -637,6 +677,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(self._busy()))
     @rule(pick=PICK)
+    @recorded
     def crash(self, pick: int) -> None:
         """The worker's process dies: its connections close, mid-transaction or not."""
         with self._step():
@@ -646,6 +687,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: any(w.txn is not None or w.waiting for w in self.workers))
     @rule(pick=PICK)
+    @recorded
     def cut(self, pick: int) -> None:
         """The server ends the worker's backend; the worker reconnects and keeps its claims."""
         with self._step():
@@ -661,6 +703,7 @@ class LeaseMachine(RuleBasedStateMachine):
             self.history.add(self.now, w.name, "cut", "event", note="backend terminated")
 
     @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second"]))
+    @recorded
     def time_passes(self, to: str) -> None:
         """Let time pass; running workers' heartbeats fire on schedule meanwhile."""
         with self._step():
@@ -682,6 +725,7 @@ class LeaseMachine(RuleBasedStateMachine):
         )
     )
     @rule(pick=PICK)
+    @recorded
     def open_transaction(self, pick: int) -> None:
         """Open a transaction the worker's next calls run inside, held across steps."""
         with self._step():
@@ -695,6 +739,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: any(w.can_act and w.txn is not None for w in self.workers))
     @rule(pick=PICK, commit=st.booleans())
+    @recorded
     def close_transaction(self, pick: int, commit: bool) -> None:
         """Commit or roll back a held transaction; calls blocked behind it go on."""
         with self._step():
@@ -751,7 +796,9 @@ class LeaseMachine(RuleBasedStateMachine):
             return
         self.broken = True
         timeline = render(self.history, SECOND)
-        self.h.recorder.last[violation.prop] = (violation, self.history, timeline)
+        self.h.recorder.last[violation.prop] = Failure(
+            violation, tuple(self.program), self.history, timeline
+        )
         raise violation_error(violation.prop)(violation, timeline)
 
     @invariant()
@@ -828,10 +875,10 @@ class LeaseMachine(RuleBasedStateMachine):
         def done(result: Any, at: int) -> None:
             if isinstance(result, BaseException) or result is None:
                 return
-            claim: Claim = result
+            claim = as_claim(result)
             label = f"drain:{self._job_label(claim)}#{claim.token!r}"
-            held = Held(claim=claim, label=label)
-            held.grant = self.oracle.grant(claim, label, at, self.queue.effect_key(claim))
+            held = Held(claim=claim, label=label, raw=result)
+            held.grant = self.oracle.grant(claim, label, at, self.queue.effect_key(result))
             w.held.append(held)
 
         return done

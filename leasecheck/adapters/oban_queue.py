@@ -64,8 +64,8 @@ from oban._query import Query
 from oban.job import Job
 from psycopg import Connection
 
-from adapters._pinned import PinnedPool
-from stateful.contract import Claim, Effect
+from leasecheck.adapters._pinned import PinnedPool
+from leasecheck.stateful.contract import Claim, Effect
 
 QUEUE = "leasecheck"
 WORKER = f"{__name__}.LeasecheckWorker"

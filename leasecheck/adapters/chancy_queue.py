@@ -77,9 +77,9 @@ from chancy.plugins.recovery import Recovery
 from psycopg import Connection
 from psycopg.rows import dict_row
 
-from adapters._pinned import PinnedPool
-from stateful.contract import Claim, Effect
-from stateful.sqlfile import load
+from leasecheck.adapters._pinned import PinnedPool
+from leasecheck.stateful.contract import Claim, Effect
+from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("chancy.sql"))
 QUEUE = "leasecheck"

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from stateful.history import Event, History
-from stateful.properties import DESCRIPTIONS
+from leasecheck.stateful.history import Event, History
+from leasecheck.stateful.properties import DESCRIPTIONS
 
 STRIP = ("producer", "clock")
 """Lanes drawn as one thin strip at the top: they hold no leases."""
@@ -987,7 +987,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--out", type=Path, help="where to write (default: HISTORY.svg)")
     parser.add_argument("--lease", type=float, help="lease in seconds (default: the machine's)")
     args = parser.parse_args(argv)
-    from stateful.machine import LEASE, SECOND  # here, not at the top: the machine imports us
+    from leasecheck.stateful.machine import (
+        LEASE,
+        SECOND,
+    )  # here, not at the top: the machine imports us
 
     try:
         history, violation, prop = load(args.history)

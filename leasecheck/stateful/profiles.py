@@ -1,0 +1,51 @@
+"""Search budgets: dev (quick), ci (default under $CI, derandomized), deep (nightly).
+
+Choose one with `--leasecheck-profile NAME` or $LEASECHECK_PROFILE; without either,
+`ci` when $CI is set and `dev` otherwise. They are plain `settings` objects handed
+to the machine, never registered or loaded as Hypothesis profiles: the user's own
+Hypothesis tests keep whatever profile they load.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+_COMMON: dict[str, Any] = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much],
+    "verbosity": Verbosity.normal,
+    "phases": (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
+    # The blob's @reproduce_failure would point into site-packages; a failure file
+    # and `leasecheck replay` reproduce it instead.
+    "print_blob": False,
+}
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "dev": {"max_examples": 100, "stateful_step_count": 30},
+    "ci": {"max_examples": 300, "stateful_step_count": 40, "derandomize": True},
+    "deep": {"max_examples": 5000, "stateful_step_count": 100},
+}
+
+
+def default() -> str:
+    """Return the profile the environment asks for."""
+    return os.environ.get("LEASECHECK_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+
+
+def budget(name: str, examples_dir: Path | None) -> settings:
+    """Return the settings of profile `name`.
+
+    Failing examples are kept in `examples_dir` and tried first next time, except
+    under `ci`, which is derandomized and replays by construction.
+    """
+    values = {**_COMMON, **PROFILES[name]}
+    if values.get("derandomize") or examples_dir is None:
+        values["database"] = None
+    else:
+        values["database"] = DirectoryBasedExampleDatabase(str(examples_dir))
+    return settings(**values)

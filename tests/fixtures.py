@@ -1,0 +1,39 @@
+"""The repository's own fixtures: the reference queue on a database of its own.
+
+leasecheck's own tests (the reference's semantics, the mutants, the harness) always
+run on the reference schema, whatever queue the property run is pointed at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from leasecheck.dbfixtures import janitor
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful import clock
+
+REFERENCE = "leasecheck.reference.queue:ReferenceQueue"
+
+
+@pytest.fixture(scope="session")
+def reference_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
+    """Return a DSN for a database of this worker's own with the clock and the reference."""
+    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_ref") as dsn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            clock.install(conn)
+            clock.use_simulated_time(conn)
+            ReferenceQueue().install(conn)
+        yield dsn
+
+
+@pytest.fixture
+def db(reference_dsn: str) -> Iterator[psycopg.Connection[Any]]:
+    """Return an autocommit connection on simulated time, with the reference and clock reset."""
+    with clock.connect(reference_dsn) as conn:
+        ReferenceQueue().reset(conn)
+        clock.reset(conn)
+        yield conn
