@@ -16,8 +16,7 @@ without a file.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from leasecheck.shards import Shard
 from leasecheck.stateful import replay
 from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.properties import PropertyViolated
 
 __all__ = [
     "test_leasecheck_properties",
@@ -48,11 +48,13 @@ def test_leasecheck_properties(
 
     if leasecheck_budget.derandomize:
         machine = seed(leasecheck_shard.seed)(machine)
-    with _failure_files(leasecheck_harness, leasecheck_out):
-        run_state_machine_as_test(
-            machine,  # type: ignore[arg-type]  # any factory will do, as Hypothesis documents
-            settings=leasecheck_shard.budget(leasecheck_budget),
-        )
+    budget = leasecheck_shard.budget(leasecheck_budget)
+    _reporting_failures(
+        leasecheck_harness,
+        leasecheck_out,
+        # Any factory will do, as Hypothesis documents; its annotation says a class.
+        lambda: run_state_machine_as_test(machine, settings=budget),  # type: ignore[arg-type]
+    )
 
 
 def test_leasecheck_what_is_not_checked(leasecheck_gap: str) -> None:
@@ -76,15 +78,33 @@ def test_leasecheck_regression(
     replay.replay(leasecheck_harness, saved.steps)
 
 
-@contextmanager
-def _failure_files(harness: Harness, out: Path) -> Iterator[None]:
-    """On a failure, write its files and tell the reader how to replay it."""
+def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) -> None:
+    """Run the machine; on a broken property, write its files and fail with the story, once.
+
+    The report is the violation, its timeline, the program Hypothesis shrank to and
+    how to replay it; the traceback through the harness would only repeat it.
+    """
     try:
-        yield
-    except BaseException as error:
-        if harness.recorder.last:
-            written = harness.recorder.write(out, harness.queue.name, harness.spec)
-            for path in (p for p in written if p.suffix == ".json"):
-                error.add_note(f"leasecheck: saved {path} (.txt, .svg beside it)")
-                error.add_note(f"leasecheck: replay it with: leasecheck replay {path}")
-        raise
+        run()
+        return
+    except (PropertyViolated, BaseExceptionGroup) as error:
+        broken = _violations(error)
+        if broken is None:
+            raise
+        lines = [line for e in broken for line in (str(e), *getattr(e, "__notes__", ()))]
+    written = harness.recorder.write(out, harness.queue.name, harness.spec)
+    for path in (p for p in written if p.suffix == ".json"):
+        lines += [f"leasecheck: saved {path} (and .txt, .svg beside it)"]
+        lines += [f"leasecheck: replay it with: leasecheck replay {path}"]
+    pytest.fail("\n".join(lines), pytrace=False)  # outside `except`: no chained traceback
+
+
+def _violations(error: BaseException) -> list[BaseException] | None:
+    """Return the broken properties `error` carries, or None if it is anything else."""
+    if isinstance(error, PropertyViolated):
+        return [error]
+    if isinstance(error, BaseExceptionGroup):
+        found = [_violations(e) for e in error.exceptions]
+        if all(f is not None for f in found):
+            return [e for f in found if f is not None for e in f]
+    return None

@@ -1,6 +1,6 @@
 """Draw a history as an SVG picture: who held which lease when, and whose completion won.
 
-    python -m stateful.svg HISTORY.json [-o OUT.svg] [--lease SECONDS]
+    leasecheck svg HISTORY.json [-o OUT.svg] [--lease SECONDS]
 
 One lane per worker, simulated time left to right. Each claim is a bar in its job's
 colour from the claim to the end of its lease (accepted heartbeats extend it); a
@@ -995,7 +995,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         history, violation, prop = load(args.history)
     except (OSError, ValueError, TypeError) as exc:
-        print(f"stateful.svg: {args.history}: {exc}", file=sys.stderr)
+        print(f"leasecheck svg: {args.history}: {exc}", file=sys.stderr)
         return 2
     lease = int(args.lease * SECOND) if args.lease else LEASE
     out = args.out or args.history.with_suffix(".svg")
