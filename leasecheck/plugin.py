@@ -90,7 +90,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "the leasecheck_regressions ini option)",
     )
     parser.addini(
-        "leasecheck_regressions", "leasecheck: directory of failure files to replay as tests"
+        "leasecheck_regressions",
+        "leasecheck: directory of failure files to replay as tests (relative to this file)",
+        type="paths",
     )
 
 
@@ -155,8 +157,11 @@ def _check_options(config: pytest.Config) -> None:
 
 
 def _regressions_dir(config: pytest.Config) -> Path | None:
-    value = config.getoption("--leasecheck-regressions") or config.getini("leasecheck_regressions")
-    return Path(str(value)) if value else None
+    option = config.getoption("--leasecheck-regressions")
+    if option:
+        return Path(option)
+    ini: list[Path] = config.getini("leasecheck_regressions")
+    return ini[0] if ini else None
 
 
 # ------------------------------------------------------------------------ collection

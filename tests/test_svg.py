@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from leasecheck.stateful.history import History
-from leasecheck.stateful.svg import load, main, render_svg
+from leasecheck.stateful.svg import _CHAR, load, main, render_svg
 
 DATA = Path(__file__).with_name("data")
 SECOND = 1_000_000
@@ -219,3 +219,44 @@ def test_cli_rejects_a_file_that_is_not_a_history(
     assert main([str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert "'history' list" in err and len(err.splitlines()) == 1
+
+
+def _extent(e: ET.Element) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) of a text, by the module's width estimate per 9.5 px."""
+    x, y, size = float(e.get("x") or 0), float(e.get("y") or 0), float(e.get("font-size") or 9.5)
+    width = len(e.text or "") * _CHAR * size / 9.5
+    return x, y - size, x + width, y + 0.25 * size  # DejaVu Sans: ascent ~1 em, descent ~¼ em
+
+
+def test_every_text_fits_in_the_picture() -> None:
+    """A long violation in a long history: no text runs past the picture's width or viewBox."""
+    h = _story()
+    for t in range(10, 110, 10):
+        h.add(t * SECOND, "w0", "heartbeat", "invoke", job="job1", token="1")
+        h.add(t * SECOND, "w0", "heartbeat", "ok", job="job1", token="1", value=True)
+    h.add(110 * SECOND, "w0", "complete", "invoke", job="job1", token="1")
+    h.add(110 * SECOND, "w0", "complete", "ok", job="job1", token="1", value=True)
+    _claimed(h, "w1", 150 * SECOND, token="4")
+    h.add(180 * SECOND, "w1", "complete", "invoke", job="job1", token="4")
+    h.add(180 * SECOND, "w1", "complete", "ok", job="job1", token="4", value=False)
+    said = "the completion of w1:job1#4, which owns job1, was refused at t=180s"
+    violation = f"[owner-progress] {said}; " * 6 + "w1:job1#4/" * 40
+    root = _svg(h, violation, "owner-progress")
+    width = float(root.get("width") or 0)
+    assert (root.get("viewBox") or "").split()[2] == root.get("width")
+    texts = list(root.iter(f"{NS}text"))
+    assert len(texts) > 10
+    over = [(e.text, right) for e in texts if (right := _extent(e)[2]) > width]
+    assert over == []
+
+
+def test_producer_and_clock_labels_do_not_overlap() -> None:
+    """The strip's two lane names get boxes of their own, one above the other."""
+    h = _story()
+    h.add(SECOND, "clock", "advance", "event", value="1s")
+    root = _svg(h)
+    [producer] = [e for e in root.iter(f"{NS}text") if e.text == "producer"]
+    [clock] = [e for e in root.iter(f"{NS}text") if e.text == "clock"]
+    a, b = _extent(producer), _extent(clock)
+    apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+    assert apart, (a, b)

@@ -30,7 +30,7 @@ from leasecheck.stateful.history import Event, History
 from leasecheck.stateful.properties import DESCRIPTIONS
 
 STRIP = ("producer", "clock")
-"""Lanes drawn as one thin strip at the top: they hold no leases."""
+"""Lanes drawn as thin rows at the top, one each: they hold no leases."""
 
 _PALETTE = ("#4e79a7", "#f28e2b", "#b07aa1", "#9c755f", "#76b7b2", "#d4a017", "#ff9da7", "#2f4b7c")
 _OK, _RED, _GREY, _INK = "#2e9e44", "#d32f2f", "#e6e6e6", "#222222"
@@ -38,6 +38,13 @@ _LEFT, _STEP, _GAP_MIN, _GAP_LOG = 84, 26, 16, 36
 _ROW, _LEVEL, _LABELS = 18, 11, 2
 _FONT = "font-family='DejaVu Sans, Verdana, sans-serif'"
 _CHAR = 5.6  # rough width of one 9.5 px character, to keep labels from overlapping
+_STRIP_ROW = 26  # two label levels above the dots, the lane name beside them
+_MARGIN = 12  # kept clear right of the widest text
+
+
+def _text_width(s: str, size: float = 9.5, bold: bool = False) -> float:
+    """Estimate how wide `s` is drawn, so the picture can be made wide enough for it."""
+    return len(s) * _CHAR * size / 9.5 * (1.15 if bold else 1.0)
 
 
 @dataclass(eq=False)
@@ -344,10 +351,15 @@ def _bar_stop(b: _Bar, axis: _Axis, last_col: int) -> float:
 
 
 class _Svg:
-    """Collects SVG elements; every text goes through `escape`."""
+    """Collects SVG elements; every text goes through `escape`.
+
+    It also keeps the estimated right end of every text, so the picture's width can
+    be chosen after the texts are placed and none of them is clipped.
+    """
 
     def __init__(self) -> None:
         self.parts: list[str] = []
+        self.right = 0.0
 
     def add(
         self, tag: str, text: str | None = None, title: str | None = None, **attrs: Any
@@ -360,6 +372,11 @@ class _Svg:
         inner = f"<title>{escape(title)}</title>" if title else ""
         if text is not None:
             inner += escape(text)
+            if tag == "text":
+                size = float(attrs.get("font_size", 9.5))
+                bold = attrs.get("font_weight") == "bold"
+                x = float(attrs.get("x", 0)) + _text_width(text, size, bold)
+                self.right = max(self.right, x)
         self.parts.append(f"<{tag} {a}>{inner}</{tag}>" if inner else f"<{tag} {a}/>")
 
     def text(self, x: float, y: float, s: str, size: float = 9.5, **attrs: Any) -> None:
@@ -377,7 +394,6 @@ def render_svg(
     last_col = max(len(p.cols) - 1, 0)
     lanes = _order(p.lanes)
     right = max([axis.end + 2 * _STEP] + [axis.at(b.lease_end) + 2 * _STEP for b in p.bars])
-    width = max(right + 20, 760.0)
     svg = _Svg()
     y = 22.0
     title = f"leasecheck: {prop} violated" if prop else "leasecheck history"
@@ -391,7 +407,7 @@ def render_svg(
     y += 14
     axis_y = y + 12
     body_top = axis_y + 8
-    strip_h = 30.0
+    strip_h = _STRIP_ROW * len(STRIP) + 2.0
     lane_tops: dict[str, float] = {}
     lane_rows: dict[str, int] = {}
     yy = body_top + strip_h
@@ -402,22 +418,26 @@ def render_svg(
     body_bottom = yy
     _defs(svg, p.jobs)
     _grid(svg, axis, axis_y, body_top, body_bottom, second, [b.lease_end for b in p.bars])
-    svg.add("rect", x=0, y=body_top, width=f"{width:.0f}", height=strip_h, fill="#f7f7f7")
-    svg.text(8, body_top + 19, "producer", size=9, fill="#555")
-    svg.text(8, body_top + 28, "clock", size=9, fill="#555")
+    # full-width shapes say 100%: the width is only known once every text is placed
+    svg.add("rect", x=0, y=body_top, width="100%", height=strip_h, fill="#f7f7f7")
+    strip_tops = {lane: body_top + i * _STRIP_ROW for i, lane in enumerate(STRIP)}
+    for lane, top in strip_tops.items():
+        if top > body_top:
+            svg.add("line", x1=0, x2="100%", y1=top, y2=top, stroke="#e6e6e6")
+        svg.text(8, top + 23.5, lane, size=9, fill="#555", class_="strip-lane")
     placer = _Placer()
     for m in (m for m in p.marks if m.lane in STRIP):
-        x = axis.col_x[m.col]
+        x, top = axis.col_x[m.col], strip_tops[m.lane]
         colour = p.jobs.get(m.label[1:], "#555") if m.kind == "enqueue" else "#555"
-        svg.add("circle", cx=f"{x:.1f}", cy=body_top + 22, r=3, fill=colour, title=m.title)
-        level = placer.place("strip", x, m.label)
+        svg.add("circle", cx=f"{x:.1f}", cy=top + 21, r=3, fill=colour, title=m.title)
+        level = placer.place(m.lane, x, m.label)
         if level is not None:
-            svg.text(x + 5, body_top + 10 + level * 9, m.label, size=8.5, fill=colour)
+            svg.text(x + 5, top + 9 + level * 9, m.label, size=8.5, fill=colour)
     for lane in lanes:
         top = lane_tops[lane]
         bar_top = top + _LABELS * _LEVEL
         height = lane_rows[lane] * _ROW + 4
-        svg.add("line", x1=0, x2=f"{width:.0f}", y1=top - 3, y2=top - 3, stroke="#ccc")
+        svg.add("line", x1=0, x2="100%", y1=top - 3, y2=top - 3, stroke="#ccc")
         svg.text(8, bar_top + 12, lane, size=11, font_weight="bold", fill=_INK, class_="lane")
         for worker, start, stop, why in p.pauses:
             if worker != lane:
@@ -463,11 +483,13 @@ def render_svg(
             stroke_dasharray="6 3",
         )
         svg.text(vx + 4, body_bottom - 4, f"✗ {prop}", size=10, fill=_RED, font_weight="bold")
+    width = max(right + 20, svg.right + _MARGIN, 760.0)
     y = _legend(
         svg, body_bottom + 14, width, {op.split(":")[0] for b in p.bars for _, op, _ in b.marks}
     )
     if violation or prop:
         y = _caption(svg, y + 8, width, violation or "", prop)
+    width = max(width, svg.right + _MARGIN)  # the caption wraps to the width; its head does not
     head = (
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width:.0f}' height='{y + 10:.0f}' "
         f"viewBox='0 0 {width:.0f} {y + 10:.0f}' {_FONT}>"
@@ -856,7 +878,7 @@ def _legend(svg: _Svg, y: float, width: float, present: set[str]) -> float:
     if "send" in present:
         items.insert(5, ("effect sent / deduplicated", "send"))
     for label, kind in items:
-        need = 30 + len(label) * 5.4 + 14
+        need = 30 + _text_width(label) + 14
         if x + need > width - 10:
             x, y = 70.0, y + 18
         if kind == "bar":

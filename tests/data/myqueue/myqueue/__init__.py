@@ -1,0 +1,1 @@
+"""A small leased job queue, written without leasecheck, to be checked by it."""

@@ -1,0 +1,18 @@
+"""myqueue with the story's bug: a completion checks the task id only, not its epoch."""
+
+from myqueue import queue
+
+
+class Queue(queue.Queue):
+    name = "myqueue-buggy"
+
+    def complete(self, conn, claim, effect):
+        sql = (
+            "update mq_tasks set state = 'done', holder = null, expires = null"
+            " where id = %s returning id"
+        )
+        with conn.transaction():
+            if conn.execute(sql, (claim[0],)).fetchone() is None:
+                return False
+            effect(conn)
+            return True

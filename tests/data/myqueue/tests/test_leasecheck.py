@@ -1,0 +1,1 @@
+from leasecheck.suite import *  # noqa: F403
