@@ -1,0 +1,68 @@
+"""Benchmark: a queue author's `pytest -n auto` against `-n 0`, at the same total examples.
+
+    python -m bench.user_run [--runs 3] [--profile ci] [--json PATH]
+
+Runs pytest the way a queue's own repository does (a copy of `tests/data/myqueue`:
+the adoption file, the queue named in its pyproject.toml) in a fresh process, once
+with `-n 0` and once with `-n auto`, alternating, and reports wall-clock seconds and
+the speed-up. The shards (`--leasecheck-shards`, 8 by default) are what `-n auto`
+can spread over the cores; the examples in all are the profile's, either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = ROOT / "tests" / "data" / "myqueue"
+
+
+def _once(project: Path, workers: str, profile: str, tmp: Path) -> float:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LEASECHECK_", "PYTEST_"))}
+    env.update(LEASECHECK_PROFILE=profile, TMPDIR=str(tmp))
+    env.pop("CI", None)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"pytest -n {workers} failed:\n{done.stdout}{done.stderr}")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--profile", default="ci")
+    parser.add_argument("--json", type=Path, default=Path(".leasecheck/bench-user-run.json"))
+    args = parser.parse_args()
+    times: dict[str, list[float]] = {"0": [], "auto": []}
+    with tempfile.TemporaryDirectory(prefix="leasecheck-bench-") as scratch:
+        tmp = Path(scratch)
+        tmp.chmod(0o755)  # as root the embedded server runs as nobody, who must enter it
+        project = tmp / "myqueue"
+        shutil.copytree(PROJECT, project)
+        for run in range(args.runs):
+            for workers in ("0", "auto"):
+                seconds = _once(project, workers, args.profile, tmp)
+                times[workers].append(seconds)
+                print(f"run {run + 1}: -n {workers:<4} {seconds:6.1f} s", flush=True)
+    serial, parallel = statistics.median(times["0"]), statistics.median(times["auto"])
+    print(f"median: -n 0 {serial:.1f} s, -n auto {parallel:.1f} s: {serial / parallel:.2f}x")
+    print(f"cores: {os.cpu_count()}, profile: {args.profile}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    summary = {"profile": args.profile, "cores": os.cpu_count(), "seconds": times}
+    args.json.write_text(json.dumps({**summary, "speedup": serial / parallel}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
