@@ -2,3 +2,6 @@
 `pip install -e .`); the repository's own fixtures live in `tests/fixtures.py`."""
 
 pytest_plugins = ["tests.fixtures"]
+
+# A queue author's repository, run from its own directory by tests/test_adoption.py.
+collect_ignore = ["tests/data"]

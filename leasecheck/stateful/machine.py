@@ -158,6 +158,8 @@ class LeaseMachine(RuleBasedStateMachine):
         self.broken = False
         self.generation = itertools.count(2)
         self.program: list[Step] = []
+        self.cancelled: set[int] = set()
+        """ids of sessions whose running call the harness cancelled (the error is its doing)."""
 
     # ----------------------------------------------------------------- plumbing
 
@@ -221,6 +223,7 @@ class LeaseMachine(RuleBasedStateMachine):
             why = "cancelled by the harness: another call already waits on a lock"
             self.history.add(self.now, w.name, op, "event", job=job, note=why)
             note(f"  {w.name} {op} would wait behind another waiter: cancelled")
+            self.cancelled.add(id(session))
             self.pool.cancel(session)
             self._settle()
             return
@@ -241,6 +244,12 @@ class LeaseMachine(RuleBasedStateMachine):
         """Record the answer of a call sent at `at` and hand it to `done` with that time."""
         job = self._job_label(held.claim) if held else None
         token = repr(held.claim.token) if held else None
+        session = w.beat if beat else w.main
+        if isinstance(result, psycopg.errors.QueryCanceled) and id(session) in self.cancelled:
+            self.cancelled.discard(id(session))
+            self._harness_cancelled(w, op, job, beat=beat)
+            done(result, at)
+            return
         if isinstance(result, psycopg.OperationalError):
             self.history.add(
                 self.now,
@@ -271,6 +280,19 @@ class LeaseMachine(RuleBasedStateMachine):
             return
         self.history.add(self.now, w.name, op, "ok", job=job, token=token, value=_plain(result))
         done(result, at)
+
+    def _harness_cancelled(self, w: Worker, op: str, job: str | None, *, beat: bool) -> None:
+        """Record a call the harness cancelled as the harness's doing, never the queue's.
+
+        The cancel aborts the transaction the worker holds open, if the call ran in
+        one; the harness ends that transaction at once, so no later call of the
+        worker runs into an aborted transaction and reads as a refusal.
+        """
+        self.history.add(self.now, w.name, op, "event", job=job, note="cancelled by the harness")
+        in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+        if not beat and w.txn is not None and in_error:
+            w.main.conn.execute("rollback")
+            self._end_txn(w, commit=False, why="ended by the harness: it cancelled a call in it")
 
     def _settle(self) -> None:
         """Let released calls run until each has finished or is blocked again."""

@@ -1,0 +1,112 @@
+"""A failure's saved program replays to the same violation, step by step, without Hypothesis."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+import mutants
+from leasecheck.stateful import actors, contract, replay
+from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful.program import Step
+from leasecheck.stateful.properties import PropertyViolated
+from tests.fixtures import REFERENCE
+
+FIND = settings(
+    max_examples=200,
+    stateful_step_count=30,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=(Phase.generate,),
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@pytest.fixture
+def pool(reference_dsn: str) -> Iterator[actors.Pool]:
+    """Return a connection pool on the database with the reference schema."""
+    pool = actors.Pool(reference_dsn)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def _harness(spec: str, pool: actors.Pool) -> Harness:
+    harness = Harness(queue=contract.load(spec), pool=pool, spec=spec)
+    harness.reset()
+    return harness
+
+
+@pytest.mark.parametrize("name", ["naive", "attempt-key", "unfenced-fail"])
+def test_a_saved_failure_replays_to_the_same_violation(
+    name: str, pool: actors.Pool, tmp_path: Path
+) -> None:
+    """Found by Hypothesis, saved, read back and replayed on the same queue: same property."""
+    spec = mutants.ALL[name]
+    found = _harness(spec, pool)
+    with pytest.raises(PropertyViolated) as error:
+        run_state_machine_as_test(lambda: LeaseMachine(found), settings=FIND)
+    prop = error.value.violation.prop
+    (path,) = [p for p in found.recorder.write(tmp_path, name, spec) if p.suffix == ".json"]
+    saved = replay.load(path)
+    assert saved.queue_spec == spec and saved.prop == prop
+    with pytest.raises(PropertyViolated) as again:
+        replay.replay(_harness(saved.queue_spec, pool), saved.steps)
+    assert again.value.violation.prop == prop
+
+
+def test_the_reference_holds_over_a_mutants_program(pool: actors.Pool, tmp_path: Path) -> None:
+    """The naive queue's counterexample, replayed on the reference, breaks nothing."""
+    found = _harness(mutants.ALL["naive"], pool)
+    with pytest.raises(PropertyViolated):
+        run_state_machine_as_test(lambda: LeaseMachine(found), settings=FIND)
+    (path,) = [p for p in found.recorder.write(tmp_path, "naive", "") if p.suffix == ".json"]
+    done = replay.replay(_harness(REFERENCE, pool), replay.load(path).steps)
+    assert done.ran and not done.skipped
+
+
+def test_a_step_whose_precondition_fails_is_skipped_not_forced(pool: actors.Pool) -> None:
+    """Completing with nothing claimed cannot apply: the step is skipped and said so."""
+    steps = [Step("start", {"workers": 2}), Step("complete", {"pick": 0})]
+    done = replay.replay(_harness(REFERENCE, pool), steps)
+    assert [str(s) for s in done.ran] == ["state.start(workers=2)"]
+    assert done.skipped == ["step 2 state.complete(pick=0): its precondition does not hold"]
+
+
+def test_an_unknown_rule_fails_before_any_step(pool: actors.Pool) -> None:
+    """A program from a newer leasecheck names the rule this one lacks."""
+    with pytest.raises(ValueError, match="'teleport', which is not a rule"):
+        replay.replay(_harness(REFERENCE, pool), [Step("teleport", {})])
+
+
+HARNESS_CANCEL = [
+    Step("start", {"workers": 2}),
+    Step("claim", {"how": Take(worker=1, held=False)}),  # w1: job1, token 1
+    Step("asleep", {"how": Stall(worker=0, alone=True, then="nothing")}),  # its lease runs out
+    Step("open_transaction", {"pick": 0}),  # w0 begins
+    Step("claim", {"how": Take(worker=0, held=False)}),  # w0 takes job1 in it: row locked
+    Step("enqueue", {"jobs": 1}),
+    Step("claim", {"how": Take(worker=1, held=False)}),  # w1: job2, which it owns
+    Step("time_passes", {"to": "second"}),  # w1's overdue heartbeat of job1 waits on the row
+    Step("open_transaction", {"pick": 0}),  # w1 begins
+    Step("fail", {"pick": 1}),  # w1's stale job1 would wait too: the harness cancels it
+    Step("complete", {"pick": 1}),  # w1 completes job2 (autocommit: its transaction is over)
+]
+
+
+def test_a_call_the_harness_cancelled_is_never_held_against_the_queue(
+    pool: actors.Pool,
+) -> None:
+    """The harness cancels a second lock waiter inside a held transaction; the owner's next
+    call must not run into the aborted transaction and read as a refusal."""
+    done = replay.replay(_harness(REFERENCE, pool), HARNESS_CANCEL)
+    assert done.skipped == [], done.skipped
+    assert [s.rule for s in done.ran] == [s.rule for s in HARNESS_CANCEL]
