@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import settings
 
 from leasecheck import shards
 from leasecheck.dbfixtures import plugin as dbplugin
@@ -297,7 +298,7 @@ def leasecheck_out(pytestconfig: pytest.Config) -> Path:
 
 
 @pytest.fixture
-def leasecheck_budget(pytestconfig: pytest.Config, leasecheck_out: Path) -> Any:
+def leasecheck_budget(pytestconfig: pytest.Config, leasecheck_out: Path) -> settings:
     """Return the Hypothesis settings of the chosen profile."""
     return profiles.budget(
         pytestconfig.getoption("--leasecheck-profile"), leasecheck_out / "examples"

@@ -156,7 +156,7 @@ def as_markdown(
         lines += ["", "Not exercised (declared by the implementation): " + "; ".join(gaps) + "."]
     lines += [
         "",
-        "holds: the machine passed with every violated property excused (`--excuse`); "
+        "holds: the machine passed with every violated property excused (`--leasecheck-excuse`); "
         "violated: the counterexample's timeline (txt), history (json) and picture (svg); "
         "n/a: ruled out by the implementation's declarations; error: the run did not get "
         "as far as judging (see the note).",

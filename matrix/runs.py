@@ -21,8 +21,9 @@ from pathlib import Path
 from leasecheck.stateful.properties import ALL
 from matrix.targets import Target
 
-MACHINE = "test_queue_keeps_every_property"
-GAPS = "test_what_is_not_checked["
+MACHINE = "test_leasecheck_properties["
+"""The property run's test items, one per shard."""
+GAPS = "test_leasecheck_what_is_not_checked["
 _OURS = ("LEASECHECK_QUEUE", "LEASECHECK_EXCUSE", "LEASECHECK_DIR", "LEASECHECK_PROFILE", "CI")
 
 
@@ -63,7 +64,7 @@ def run_once(
     failures = workdir / "failures"
     junit = workdir / "junit.xml"
     command = [str(python), "-m", "pytest", "-n", "0", "properties/test_machine.py"]
-    command += ["--queue-impl", target.queue, "--pg-dsn", dsn, "-q", "-rs"]
+    command += ["--leasecheck-queue", target.queue, "--leasecheck-pg-dsn", dsn, "-q", "-rs"]
     command += ["--leasecheck-dir", str(failures), "--junitxml", str(junit)]
     command += [f"--leasecheck-excuse={p}" for p in excused]
     env = {k: v for k, v in os.environ.items() if k not in _OURS}
@@ -101,10 +102,10 @@ def _read_junit(path: Path) -> tuple[str, list[str]]:
     for case in ET.parse(path).iter("testcase"):
         name = case.get("name", "")
         children = list(case)
-        if name == MACHINE:
-            outcome = "passed"
+        if name.startswith(MACHINE):
+            outcome = outcome or "passed"
             for child in children:
-                if child.tag in ("failure", "error", "skipped"):
+                if child.tag in ("failure", "error", "skipped") and outcome == "passed":
                     first = (child.get("message") or child.text or "").strip().splitlines()
                     outcome = f"{child.tag}: {first[0] if first else '(no message)'}"
                     break
@@ -119,9 +120,10 @@ def _violations(failures: Path) -> dict[str, list[Path]]:
     """Return the properties the run left counterexample files for, with the files."""
     found: dict[str, list[Path]] = {}
     for prop in ALL:
-        files = sorted(failures.glob(f"{MACHINE}-{prop}.*"))
-        if files:
-            found[prop] = files
+        # Named QUEUE-PROPERTY-HASH; several shards may find several programs: the first.
+        programs = sorted(failures.glob(f"*-{prop}-????????.json"))
+        if programs:
+            found[prop] = sorted(programs[0].parent.glob(f"{programs[0].stem}.*"))
     return found
 
 

@@ -113,7 +113,8 @@ def test_heartbeat_may_be_left_out_only_when_declared_absent(tmp_path: Path) -> 
 
 
 def test_from_env_names_the_variable_when_unset(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`--queue-impl adapters.sqlfile_queue:from_env` without the variable says what to set."""
+    """`--leasecheck-queue leasecheck.adapters.sqlfile_queue:from_env` without the variable
+    says what to set."""
     monkeypatch.delenv(ENV, raising=False)
     with pytest.raises(SqlFileError, match=f"\\${ENV} is not set"):
         from_env()

@@ -40,7 +40,7 @@ How chancy maps onto the contract (read from chancy's `worker.py`, `app.py`,
   only written, never compared), so no `advance_clock` is needed. A job's default
   `scheduled_at` is the wall clock's now, before the simulated epoch: due at once.
 
-What the machine finds (`--hypothesis-profile ci`, each violated property excused in
+What the machine finds (`--leasecheck-profile ci`, each violated property excused in
 turn): 0.25.1 breaks fencing (a re-fetched job repeats its token: there is none),
 single-completion (the recovered execution's late completion is written as well as the
 new owner's), no-lost-jobs (its echo), exclusive-lease and retry-cap; 0.26.0 keeps

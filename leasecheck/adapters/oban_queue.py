@@ -36,7 +36,7 @@ How oban maps onto the contract (read from oban's `_query.py`, `_producer.py`,
 - Time: every query says `timezone('UTC', now())`, which the harness shadows; no
   `advance_clock` is needed.
 
-What the machine finds (`--hypothesis-profile ci`, each violated property excused in
+What the machine finds (`--leasecheck-profile ci`, each violated property excused in
 turn): 0.6.3 breaks single-completion (a rescued execution's late ack completes the job
 a second time), fencing, exclusive-lease and no-lost-jobs; 0.6.7 keeps single-completion
 but breaks fencing (a late ack or failure of the rescued execution is taken while the

@@ -244,7 +244,7 @@ def _owner(claim: Claim) -> dict[str, Any]:
 
 
 def from_env() -> SqlFileQueue:
-    """Return the queue of the file `$LEASECHECK_SQL_QUEUE` names (for `--queue-impl`)."""
+    """Return the queue of the file `$LEASECHECK_SQL_QUEUE` names (for `--leasecheck-queue`)."""
     path = os.environ.get(ENV)
     if not path:
         raise SqlFileError(
