@@ -18,8 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psycopg
-
 import leasecheck
 from leasecheck.dbfixtures import janitor, servers
 from leasecheck.stateful import actors, clock, contract, profiles, replay, svg
@@ -135,10 +133,7 @@ def _replay(args: argparse.Namespace) -> int:
     print(f"leasecheck: it was recorded on {saved.queue!r}: {saved.violation.splitlines()[0]}")
     try:
         with janitor.temporary(server.dsn, "replay") as dsn:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                clock.install(conn)
-                clock.use_simulated_time(conn)
-                queue.install(conn)
+            clock.prepare(dsn, queue)
             return _run(Harness(queue=queue, pool=actors.Pool(dsn), spec=spec), saved)
     finally:
         server.stop()

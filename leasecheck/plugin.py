@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from hypothesis import settings
 
@@ -148,6 +147,12 @@ def _check_options(config: pytest.Config) -> None:
             f"leasecheck: --leasecheck-excuse {', '.join(unknown)}: no such property; "
             f"choose from {', '.join(properties.ALL)}"
         )
+    regressions = _regressions_dir(config)
+    if regressions is not None and not regressions.is_dir():
+        raise Unusable(
+            f"leasecheck: the regressions directory {regressions} does not exist; create it "
+            "or correct --leasecheck-regressions / leasecheck_regressions"
+        )
     try:
         shards.select(
             config.getoption("--leasecheck-shards"),
@@ -223,7 +228,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         except Unusable as exc:
             facts["error"] = str(exc)
     if hasattr(config, "workerinput"):
-        dbplugin.report_collection(config, facts)
+        if facts != {"needs_server": False}:
+            dbplugin.report_collection(config, facts)
         return
     _act_on(config, facts)
     if facts["needs_server"]:
@@ -264,10 +270,7 @@ def leasecheck_queue(pytestconfig: pytest.Config) -> contract.Queue:
 @pytest.fixture(scope="session")
 def leasecheck_installed_dsn(leasecheck_database: str, leasecheck_queue: contract.Queue) -> str:
     """Return a DSN for this worker's database with the harness and the queue installed."""
-    with psycopg.connect(leasecheck_database, autocommit=True) as conn:
-        clock.install(conn)
-        clock.use_simulated_time(conn)
-        leasecheck_queue.install(conn)
+    clock.prepare(leasecheck_database, leasecheck_queue)
     return leasecheck_database
 
 

@@ -8,7 +8,7 @@ off (it changes nothing about which property broke and costs most of the time);
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -33,13 +33,9 @@ KILL = settings(
 
 
 @pytest.fixture
-def pool(reference_dsn: str) -> Iterator[actors.Pool]:
+def pool(reference_pool: actors.Pool) -> actors.Pool:
     """Return a connection pool on the database with the reference schema."""
-    pool = actors.Pool(reference_dsn)
-    try:
-        yield pool
-    finally:
-        pool.close()
+    return reference_pool
 
 
 def _violated(queue: contract.Queue, pool: actors.Pool, budget: settings) -> PropertyViolated:

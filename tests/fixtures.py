@@ -14,7 +14,7 @@ import pytest
 
 from leasecheck.dbfixtures import janitor
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import clock
+from leasecheck.stateful import actors, clock
 
 REFERENCE = "leasecheck.reference.queue:ReferenceQueue"
 
@@ -23,11 +23,18 @@ REFERENCE = "leasecheck.reference.queue:ReferenceQueue"
 def reference_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
     """Return a DSN for a database of this worker's own with the clock and the reference."""
     with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_ref") as dsn:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            clock.install(conn)
-            clock.use_simulated_time(conn)
-            ReferenceQueue().install(conn)
+        clock.prepare(dsn, ReferenceQueue())
         yield dsn
+
+
+@pytest.fixture
+def reference_pool(reference_dsn: str) -> Iterator[actors.Pool]:
+    """Return a connection pool on the database with the reference schema."""
+    pool = actors.Pool(reference_dsn)
+    try:
+        yield pool
+    finally:
+        pool.close()
 
 
 @pytest.fixture

@@ -164,6 +164,22 @@ def test_missing_queue_module_stops_the_run_in_one_line(tmp_path: Path) -> None:
     )
 
 
+def test_a_missing_regressions_directory_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    """Committed counterexamples named at a directory that is not there are not silently
+    zero: the run says so."""
+    _one_line(
+        _session(
+            tmp_path,
+            "--leasecheck-queue",
+            "leasecheck.reference.queue:ReferenceQueue",
+            "--leasecheck-regressions",
+            "no-such-dir",
+            test="suite",
+        ),
+        "the regressions directory no-such-dir does not exist",
+    )
+
+
 @pytest.mark.parametrize("n", ["0", "2"])
 def test_property_tests_without_a_queue_stop_the_run_in_one_line(tmp_path: Path, n: str) -> None:
     """Outside leasecheck's repository nothing names the reference: no silent fallback,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,13 +29,9 @@ FIND = settings(
 
 
 @pytest.fixture
-def pool(reference_dsn: str) -> Iterator[actors.Pool]:
+def pool(reference_pool: actors.Pool) -> actors.Pool:
     """Return a connection pool on the database with the reference schema."""
-    pool = actors.Pool(reference_dsn)
-    try:
-        yield pool
-    finally:
-        pool.close()
+    return reference_pool
 
 
 def _harness(spec: str, pool: actors.Pool) -> Harness:

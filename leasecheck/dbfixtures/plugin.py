@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import tempfile
@@ -53,16 +54,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="IMAGE",
         help="Docker image for --leasecheck-pg=docker (default: postgres:18)",
     )
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    source = config.getoption("--leasecheck-pg")
-    if source not in servers.SOURCES:
-        stop(
-            config,
-            f"leasecheck: unknown --leasecheck-pg value {source!r}: use one of "
-            f"{', '.join(servers.SOURCES)}",
-        )
 
 
 _server_key = pytest.StashKey[servers.Server]()
@@ -136,10 +127,15 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """Give each xdist worker the run directory where it says what it collected."""
+    """Name, for each xdist worker, the run directory where it says what it collected.
+
+    Only named here: a worker that collected nothing of leasecheck's writes nothing,
+    so a run of unrelated tests leaves no trace.
+    """
     config = node.config
     if _run_dir_key not in config.stash:
-        config.stash[_run_dir_key] = Path(tempfile.mkdtemp(prefix="leasecheck-run-"))
+        name = f"leasecheck-run-{os.getpid()}-{secrets.token_hex(4)}"
+        config.stash[_run_dir_key] = Path(tempfile.gettempdir()) / name
     node.workerinput[_RUN_DIR] = str(config.stash[_run_dir_key])
 
 
@@ -149,6 +145,7 @@ def report_collection(config: pytest.Config, facts: dict[str, Any]) -> None:
     if workerinput is None:
         return
     path = Path(workerinput[_RUN_DIR]) / f"{workerinput['workerid']}.json"
+    path.parent.mkdir(mode=0o700, exist_ok=True)
     draft = path.with_suffix(".draft")
     draft.write_text(json.dumps(facts))
     draft.replace(path)

@@ -29,6 +29,14 @@ def install(conn: Connection[Any]) -> None:
         conn.execute(QUERIES["install"].text)
 
 
+def prepare(dsn: str, queue: Any) -> None:
+    """Install the harness schema and then `queue` (which may read `now()`) at `dsn`."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        install(conn)
+        use_simulated_time(conn)
+        queue.install(conn)
+
+
 def use_simulated_time(conn: Connection[Any]) -> None:
     """Put the harness schema before `pg_catalog` on `conn`, as `connect` does."""
     schemas = [sql.Identifier(name.strip()) for name in SEARCH_PATH.split(",")]
