@@ -20,6 +20,12 @@ from psycopg import Connection
 JobId = int | str
 Effect = Callable[[Connection[Any]], None]
 
+QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+STATES = (QUEUED, RUNNING, DONE, FAILED)
+"""What `state(conn, job_id)` may answer, read from the queue's own tables:
+`queued` (waiting, or scheduled for a retry), `running` (granted to a worker, its
+lease expired or not), `done` (completed) and `failed` (given up for good)."""
+
 REQUIRED = (
     "name",
     "max_attempts",
@@ -93,12 +99,26 @@ class Capabilities:
     - `heartbeats`: it can extend a lease at all (the story's naive queue cannot).
     - `advance_clock`: its own way to move time forward, for queues that do not read
       `now()`; called as `advance_clock(conn, delta)`.
+    - `state`: `state(conn, job_id) -> str`, the job's status as the queue's tables
+      show it (one of `STATES`); without it, no-lost-jobs is not judged.
+    - `maintain`: `maintain(conn) -> None`, the queue's own recovery sweep (a reaper,
+      rescuer or lifeline), run by the machine on a connection of its own.
+    - `revokes_expired`: by design, the queue's recovery revokes an expired lease even
+      when nobody else claims the job, so a late owner's result may be refused.
+    - `transactional_effects`: `complete` runs `effect` in the transaction that
+      records the completion. A library whose task body runs before and outside its
+      completion declares False: the machine then runs the effect as the task body,
+      before `complete`, and passes a no-op effect.
     """
 
     ordered_tokens: bool
     held_transactions: bool
     heartbeats: bool
     advance_clock: Callable[[Connection[Any], timedelta], None] | None
+    state: Callable[[Connection[Any], JobId], str] | None = None
+    maintain: Callable[[Connection[Any]], None] | None = None
+    revokes_expired: bool = False
+    transactional_effects: bool = True
 
 
 def capabilities(queue: Queue) -> Capabilities:
@@ -108,6 +128,10 @@ def capabilities(queue: Queue) -> Capabilities:
         held_transactions=bool(getattr(queue, "held_transactions", True)),
         heartbeats=bool(getattr(queue, "heartbeats", True)),
         advance_clock=getattr(queue, "advance_clock", None),
+        state=getattr(queue, "state", None),
+        maintain=getattr(queue, "maintain", None),
+        revokes_expired=bool(getattr(queue, "revokes_expired", False)),
+        transactional_effects=bool(getattr(queue, "transactional_effects", True)),
     )
 
 
