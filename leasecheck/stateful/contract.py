@@ -146,6 +146,22 @@ def not_checked(queue: Queue) -> list[str]:
             f"heartbeats: {queue.name} has none; the heartbeat half of fencing "
             "and owner-progress is not exercised"
         )
+    if caps.state is None:
+        gaps.append(
+            f"no-lost-jobs: {queue.name} has no state(); whether each job ends done or "
+            "failed is not observed, and a late owner refused at the cap is not judged"
+        )
+    if caps.revokes_expired:
+        gaps.append(
+            f"late-owner: {queue.name} declares revokes_expired; a late owner refused "
+            "after its recovery is its design, said in the story but not judged"
+        )
+    if not caps.transactional_effects:
+        gaps.append(
+            f"atomic-rejection: {queue.name} runs the task's effect outside its completion; "
+            "a rejected completion cannot take the effect back, and single-completion is "
+            "judged from the completions it accepted"
+        )
     if not caps.held_transactions:
         gaps.append(
             f"held-transactions: {queue.name} cannot run inside a transaction the "
