@@ -23,4 +23,6 @@ ALL = {
     "lifeline-by-age": "mutants.lifeline_by_age:LifelineByAge",
     "limbo-at-cap": "mutants.limbo_at_cap:LimboAtCap",
     "stale-release": "mutants.stale_release:StaleRelease",
+    "batch-first-fence": "mutants.batch_first_fence:BatchFirstFence",
+    "batch-by-worker": "mutants.batch_by_worker:BatchByWorker",
 }

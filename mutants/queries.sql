@@ -114,3 +114,22 @@ returning jobs.id, jobs.attempt
 update jobs
    set lease_until = now() - interval '1 second'  -- visible at once
  where id = %(id)s and status = 'running'
+
+-- name: complete_many_first_fenced
+-- batch-first-fence: the batch's first claim is checked against its attempt; the rest
+-- are marked done by id, whichever attempt they carry.
+update jobs
+   set status = 'done', locked_by = null, lease_until = null, finished_at = now()
+ where status = 'running'
+   and id = any(%(ids)s::bigint[])
+   and exists (select 1 from jobs first
+                where first.id = %(first_id)s and first.attempt = %(first_attempt)s
+                  and first.status = 'running')
+returning id
+
+-- name: complete_many_by_worker
+-- batch-by-worker: a batch is matched by the worker that sends it, not by attempt.
+update jobs
+   set status = 'done', locked_by = null, lease_until = null, finished_at = now()
+ where status = 'running' and id = any(%(ids)s::bigint[]) and locked_by = %(worker)s
+returning id

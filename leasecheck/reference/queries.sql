@@ -28,6 +28,39 @@ update jobs
  where jobs.id = next.id
 returning jobs.id, jobs.attempt
 
+-- name: claim_many
+-- Give up to n of the oldest claimable jobs to a worker, after failing for good the
+-- expired ones that used their last attempt (the claim's own first step).
+with exhausted as (
+    update jobs
+       set status = 'failed', locked_by = null, lease_until = null, finished_at = now(),
+           last_error = 'lease expired on the last attempt'
+     where id in (select id from jobs
+                   where status = 'running' and lease_until < now() and attempt >= max_attempts
+                   for update skip locked)
+), next as (
+    select id from jobs
+     where status = 'queued'
+        or (status = 'running' and lease_until < now() and attempt < max_attempts)
+     order by id
+     limit %(n)s
+     for update skip locked
+)
+update jobs
+   set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
+       lease_until = now() + %(lease)s, claimed_at = now()
+  from next
+ where jobs.id = next.id
+returning jobs.id, jobs.attempt
+
+-- name: complete_many
+-- Mark done each listed job whose listed attempt owns it; the rest are refused.
+update jobs
+   set status = 'done', locked_by = null, lease_until = null, finished_at = now()
+  from unnest(%(ids)s::bigint[], %(attempts)s::integer[]) as batch (id, attempt)
+ where jobs.id = batch.id and jobs.attempt = batch.attempt and jobs.status = 'running'
+returning jobs.id
+
 -- name: heartbeat
 -- Extend the lease, only while this attempt still owns the running job.
 update jobs

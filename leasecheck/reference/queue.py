@@ -17,7 +17,7 @@ import psycopg
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from leasecheck.stateful.contract import Claim, Effect
+from leasecheck.stateful.contract import BatchEffect, Claim, Effect
 from leasecheck.stateful.sqlfile import load
 
 HERE = Path(__file__).parent
@@ -102,6 +102,27 @@ class ReferenceQueue:
         params = {"worker": check_worker(worker), "lease": check_lease(lease)}
         row = conn.execute(_sql("claim"), params).fetchone()
         return None if row is None else Claim(job_id=int(row[0]), token=int(row[1]), worker=worker)
+
+    def claim_many(
+        self, conn: Connection[Any], worker: str, lease: timedelta, n: int
+    ) -> list[Claim]:
+        if n < 1:
+            raise BadInput(f"a batch claims at least 1 job, asked for {n}")
+        params = {"worker": check_worker(worker), "lease": check_lease(lease), "n": n}
+        rows = conn.execute(_sql("claim_many"), params).fetchall()
+        return [Claim(job_id=int(r[0]), token=int(r[1]), worker=worker) for r in sorted(rows)]
+
+    def complete_many(
+        self, conn: Connection[Any], claims: list[Claim], effect: BatchEffect
+    ) -> list[bool]:
+        params = {"ids": [c.job_id for c in claims], "attempts": [c.token for c in claims]}
+        with conn.transaction():
+            done = {row[0] for row in conn.execute(_sql("complete_many"), params)}
+            accepted = [c.job_id in done for c in claims]
+            for claim, ok in zip(claims, accepted, strict=True):
+                if ok:
+                    effect(conn, claim)
+            return accepted
 
     def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
         params = {"id": claim.job_id, "attempt": claim.token, "lease": check_lease(lease)}

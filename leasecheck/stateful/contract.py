@@ -19,6 +19,8 @@ from psycopg import Connection
 
 JobId = int | str
 Effect = Callable[[Connection[Any]], None]
+BatchEffect = Callable[[Connection[Any], Any], None]
+"""`complete_many`'s effect: `effect(conn, claim)` for each claim the batch accepts."""
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 STATES = (QUEUED, RUNNING, DONE, FAILED)
@@ -114,6 +116,11 @@ class Capabilities:
       names them as `held_calls`).
     - `one_claim_per_worker`: a worker of the queue runs one job at a time; the
       machine never gives a worker a second job while it holds one.
+    - `claim_many`: `claim_many(conn, worker, lease, n) -> list[claim]`, up to `n`
+      jobs in one call.
+    - `complete_many`: `complete_many(conn, claims, effect) -> list[bool]`, one answer
+      per claim; it calls `effect(conn, claim)` for each claim it accepts, in the
+      transaction that records the completions.
     """
 
     ordered_tokens: bool
@@ -126,6 +133,8 @@ class Capabilities:
     transactional_effects: bool = True
     held_calls: frozenset[str] = frozenset()
     one_claim_per_worker: bool = False
+    claim_many: Callable[[Connection[Any], str, timedelta, int], list[Any]] | None = None
+    complete_many: Callable[[Connection[Any], list[Any], BatchEffect], list[bool]] | None = None
 
 
 CALLS = ("claim", "heartbeat", "complete", "fail")
@@ -154,6 +163,8 @@ def capabilities(queue: Queue) -> Capabilities:
         transactional_effects=bool(getattr(queue, "transactional_effects", True)),
         held_calls=held_calls,
         one_claim_per_worker=bool(getattr(queue, "one_claim_per_worker", False)),
+        claim_many=getattr(queue, "claim_many", None),
+        complete_many=getattr(queue, "complete_many", None),
     )
 
 
@@ -172,6 +183,11 @@ def not_checked(queue: Queue) -> list[str]:
         gaps.append(
             f"no-lost-jobs: {queue.name} has no state(); whether each job ends done or "
             "failed is not observed, and a late owner refused at the cap is not judged"
+        )
+    if caps.claim_many is None or caps.complete_many is None or caps.one_claim_per_worker:
+        gaps.append(
+            f"batches: {queue.name} claims or completes one job per call; races inside a "
+            "batch (claim_many / complete_many) are not explored"
         )
     if caps.revokes_expired:
         gaps.append(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import (
     CALLS,
     STATES,
+    BatchEffect,
     Capabilities,
     Claim,
     ContractError,
@@ -41,7 +43,7 @@ from leasecheck.stateful.contract import (
 )
 from leasecheck.stateful.history import History
 from leasecheck.stateful.model import Oracle
-from leasecheck.stateful.moves import PICK, STALL, TAKE, Stall, Take
+from leasecheck.stateful.moves import BATCH, PICK, STALL, TAKE, Stall, Take
 from leasecheck.stateful.program import FORMAT, Step, digest, recorded, to_json
 from leasecheck.stateful.properties import PropertyViolated, Violation
 from leasecheck.stateful.svg import render_svg
@@ -531,24 +533,133 @@ class LeaseMachine(RuleBasedStateMachine):
             if isinstance(result, BaseException) or result is None:
                 note(f"t={_seconds(at)} {w.name} claims: nothing")
                 return
-            claim = as_claim(result)
-            label = f"{w.name}:{self._job_label(claim)}#{claim.token!r}"
-            held = Held(claim=claim, label=label, raw=result)
-            w.held.append(held)
-            key = self.queue.effect_key(result)
-
-            def grant() -> None:
-                held.grant = self.oracle.grant(claim, label, at, key)
-                if w.beat is not None and not w.crashed:
-                    held.next_beat = self.now + BEAT
-
-            self._apply(w, grant)
-            note(
-                f"t={_seconds(at)} {w.name} claims {self._job_label(claim)} "
-                f"(token {claim.token!r}, lease until {_seconds(at + LEASE)})"
-            )
+            self._granted(w, result, at)
 
         self._call(w, "claim", None, lambda c: self.queue.claim(c, w.name, lease), done)
+
+    def _granted(self, w: Worker, result: Any, at: int) -> None:
+        """Take a claim the queue handed `w` at `at`; the oracle judges it once it commits."""
+        claim = as_claim(result)
+        label = f"{w.name}:{self._job_label(claim)}#{claim.token!r}"
+        held = Held(claim=claim, label=label, raw=result)
+        w.held.append(held)
+        key = self.queue.effect_key(result)
+
+        def grant() -> None:
+            held.grant = self.oracle.grant(claim, label, at, key)
+            if w.beat is not None and not w.crashed:
+                held.next_beat = self.now + BEAT
+
+        self._apply(w, grant)
+        note(
+            f"t={_seconds(at)} {w.name} claims {self._job_label(claim)} "
+            f"(token {claim.token!r}, lease until {_seconds(at + LEASE)})"
+        )
+
+    def _batches(self) -> bool:
+        caps = self.caps
+        return (
+            caps.claim_many is not None
+            and caps.complete_many is not None
+            and not caps.one_claim_per_worker
+        )
+
+    @precondition(
+        lambda self: (
+            self._batches()
+            and bool(self._claimers())
+            and any(not j.finished for j in self.oracle.jobs.values())
+        )
+    )
+    @rule(pick=PICK, size=BATCH)
+    @recorded
+    def claim_batch(self, pick: int, size: int) -> None:
+        """A worker claims up to `size` jobs in one call (`claim_many`)."""
+        with self._step():
+            w = self._pick(self._claimers(), pick)
+            claim_many = self.caps.claim_many
+            assert claim_many is not None
+            lease = timedelta(microseconds=LEASE)
+
+            def done(result: Any, at: int) -> None:
+                if isinstance(result, BaseException):
+                    return
+                if not result:
+                    note(f"t={_seconds(at)} {w.name} claims a batch: nothing")
+                for raw in result:
+                    self._granted(w, raw, at)
+
+            self._call(w, "claim_many", None, lambda c: claim_many(c, w.name, lease, size), done)
+
+    @precondition(lambda self: self._batches() and bool(self._pairs("complete")))
+    @rule(pick=PICK, size=BATCH)
+    @recorded
+    def complete_batch(self, pick: int, size: int) -> None:
+        """A worker completes up to `size` of the jobs it holds, oldest first, in one call
+        (`complete_many`), stale claims and all."""
+        with self._step():
+            holders = [w for w in self.workers if w.can_act and self._may(w, "complete") and w.held]
+            w = self._pick(holders, pick)
+            self._complete_many(w, w.held[:size])
+
+    def _complete_many(self, w: Worker, batch: list[Held]) -> None:
+        complete_many = self.caps.complete_many
+        assert complete_many is not None
+        record = clock.QUERIES["record_effect"].text
+        calls = {id(h.raw): next(self.calls) for h in batch}
+        rows = {
+            id(h.raw): {
+                "call_id": calls[id(h.raw)],
+                "job": str(h.claim.job_id),
+                "token": repr(h.claim.token),
+                "worker": h.label,
+            }
+            for h in batch
+        }
+
+        def recorded_effect(conn: Connection[Any], raw: Any) -> None:
+            conn.execute(record, rows[id(raw)])
+
+        effect: BatchEffect = recorded_effect
+        if not self.caps.transactional_effects:
+            for h in batch:
+                self._send(w, h)
+            effect = _no_batch_effect
+
+        def done(result: Any, at: int) -> None:
+            for h in batch:
+                if h in w.held:
+                    w.held.remove(h)
+            self.db_dirty = True
+            if isinstance(result, BaseException):
+                for h in batch:
+                    self.completions[calls[id(h.raw)]] = (h, False)
+                return
+            answers = list(result)
+            if len(answers) != len(batch):
+                raise ContractError(
+                    f"{self.queue.name}: complete_many answered {len(answers)} times for "
+                    f"{len(batch)} claims; answer once per claim, in order"
+                )
+            for h, answer in zip(batch, answers, strict=True):
+                accepted = answer is True
+                call_id = calls[id(h.raw)]
+                self.completions[call_id] = (h, accepted)
+                if w.txn is not None:
+                    w.txn_calls.append(call_id)
+                note(
+                    f"t={_seconds(at)} {w.name} completes {h.label} in a batch: "
+                    f"{'accepted' if accepted else 'rejected'}"
+                )
+                self._apply(w, partial(self._judge_complete, h, accepted, at))
+
+        self._call(
+            w,
+            "complete_many",
+            None,
+            lambda c: complete_many(c, [h.raw for h in batch], effect),
+            done,
+        )
 
     @precondition(lambda self: bool(self._pairs("heartbeat")) and self.caps.heartbeats)
     @rule(pick=PICK)
@@ -1041,6 +1152,10 @@ class LeaseMachine(RuleBasedStateMachine):
 
 def _no_effect(conn: Connection[Any]) -> None:
     """The completion's effect when the library runs the task body outside it."""
+
+
+def _no_batch_effect(conn: Connection[Any], claim: Any) -> None:
+    """A batch completion's effect when the library runs the task bodies outside it."""
 
 
 def _plain(value: Any) -> Any:

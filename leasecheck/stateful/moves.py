@@ -20,6 +20,9 @@ from hypothesis import strategies as st
 PICK = st.integers(min_value=0, max_value=7)
 """An index into the workers (or held claims) eligible for a rule, taken modulo their count."""
 
+BATCH = st.integers(min_value=1, max_value=3)
+"""How many jobs a batch claim asks for, or a batch completion takes."""
+
 WAKE_UP = ("complete", "fail", "heartbeat", "nothing")
 """What a worker that wakes does first with the job it was working on (simplest first)."""
 
