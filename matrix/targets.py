@@ -34,7 +34,7 @@ def _sql(file: str, *, control: bool = False) -> Target:
     return Target(
         name=file,
         queue="leasecheck.adapters.sqlfile_queue:from_env",
-        env={"LEASECHECK_SQL_QUEUE": f"adapters/sql/{file}"},
+        env={"LEASECHECK_SQL_QUEUE": f"leasecheck/adapters/sql/{file}"},
         control=control,
     )
 

@@ -59,7 +59,7 @@ update jobs
    set status = 'done', locked_by = null, lease_until = null, finished_at = now()
   from unnest(%(ids)s::bigint[], %(attempts)s::integer[]) as batch (id, attempt)
  where jobs.id = batch.id and jobs.attempt = batch.attempt and jobs.status = 'running'
-returning jobs.id
+returning jobs.id, batch.attempt
 
 -- name: heartbeat
 -- Extend the lease, only while this attempt still owns the running job.

@@ -117,8 +117,8 @@ class ReferenceQueue:
     ) -> list[bool]:
         params = {"ids": [c.job_id for c in claims], "attempts": [c.token for c in claims]}
         with conn.transaction():
-            done = {row[0] for row in conn.execute(_sql("complete_many"), params)}
-            accepted = [c.job_id in done for c in claims]
+            done = {(row[0], row[1]) for row in conn.execute(_sql("complete_many"), params)}
+            accepted = [(c.job_id, c.token) in done for c in claims]
             for claim, ok in zip(claims, accepted, strict=True):
                 if ok:
                     effect(conn, claim)

@@ -242,6 +242,8 @@ def load(spec: str) -> Queue:
     if inspect.isclass(target) or inspect.isfunction(target):
         try:
             queue = target()
+        except ContractError as exc:
+            raise ContractError(f"{spec!r}: {exc}") from None
         except Exception as exc:
             raise ContractError(
                 f"{spec!r}: calling {attr}() failed: {type(exc).__name__}: {exc}; "

@@ -88,11 +88,11 @@ class Recorder:
         Files are named by queue, property and a hash of the program, so runs of two
         queues, or two different failures, never overwrite each other.
         """
-        written = []
+        written: list[Path] = []
         for prop, failure in self.last.items():
             steps = list(failure.program)
             stem = f"{_file_safe(queue)}-{prop}-{digest(steps)}"
-            base = directory / stem
+            paths = {s: directory / f"{stem}{s}" for s in (".json", ".txt", ".svg")}
             facts = {
                 "format": FORMAT,
                 "queue": queue,
@@ -101,11 +101,11 @@ class Recorder:
                 "violation": str(failure.violation),
                 "program": to_json(steps),
             }
-            failure.history.write(base.with_suffix(".json"), facts)
-            base.with_suffix(".txt").write_text(failure.timeline + "\n")
+            failure.history.write(paths[".json"], facts)
+            paths[".txt"].write_text(failure.timeline + "\n")
             picture = render_svg(failure.history, str(failure.violation), prop, SECOND, LEASE)
-            base.with_suffix(".svg").write_text(picture, encoding="utf-8")
-            written += [base.with_suffix(s) for s in (".json", ".txt", ".svg")]
+            paths[".svg"].write_text(picture, encoding="utf-8")
+            written += paths.values()
         return written
 
 
@@ -487,9 +487,6 @@ class LeaseMachine(RuleBasedStateMachine):
             self._enqueue()
 
     def _enqueue(self) -> None:
-        # One microsecond per job, so no two jobs share a timestamp and an order by
-        # time never depends on a tie-break the queue leaves to chance.
-        self._advance(self.now + 1)
         label = f"job{len(self.jobs) + 1}"
         self.history.add(self.now, "producer", "enqueue", "invoke", job=label)
         job_id = self.queue.enqueue(self.pool.monitor, {"n": len(self.jobs) + 1, "kind": "receipt"})
@@ -497,6 +494,10 @@ class LeaseMachine(RuleBasedStateMachine):
         self.jobs.append(label)
         self.history.add(self.now, "producer", "enqueue", "ok", job=label, value=_plain(job_id))
         note(f"t={_seconds(self.now)} enqueue {label}")
+        # One microsecond per job, so no two jobs share a timestamp (an order by time
+        # never rests on a tie-break the queue leaves to chance), and no claim shares
+        # its job's instant (a queue may hand out only jobs due strictly before now).
+        self._advance(self.now + 1)
 
     @precondition(lambda self: len(self.jobs) < MAX_JOBS)
     @rule(jobs=st.integers(min_value=1, max_value=MAX_JOBS - 1))
@@ -843,6 +844,8 @@ class LeaseMachine(RuleBasedStateMachine):
             self._advance(max(end + 1, self.now + 1))
             others = [o for o in self._claimers() if o is not w]
             if not how.alone and others:
+                if self.caps.maintain is not None:
+                    self._maintain()  # the queue's recovery runs while the worker sleeps
                 self._claim(others[0])
             self._resume(w)
             then = how.then
@@ -1093,9 +1096,9 @@ class LeaseMachine(RuleBasedStateMachine):
         ends = [g.lease_end for j in self.oracle.jobs.values() for g in j.grants]
         self._advance(max([self.now, *ends]) + 1)
         drainer = self.workers[0]
-        budget = len(self.jobs) * ((self.queue.max_attempts or 1) + 2) + 5
-        wait, waits = LEASE, 0
-        for _ in range(budget):
+        claims = len(self.jobs) * ((self.queue.max_attempts or 1) + 2) + 5
+        budget, wait, waits = claims, LEASE, 0
+        while budget:
             if self.caps.maintain is not None:
                 self._maintain()
             before = len(drainer.held)
@@ -1116,9 +1119,10 @@ class LeaseMachine(RuleBasedStateMachine):
                 self._advance(self.now + wait)
                 wait, waits = wait * 2, waits + 1
                 continue
+            budget -= 1
             self._complete(drainer, drainer.held[-1])
             self._settle()
-        raise AssertionError(f"the queue was not drained after {budget} claims")
+        raise AssertionError(f"the queue was not drained after {claims} claims")
 
     def _pending(self) -> bool:
         """Return whether the queue shows a job still queued or running (False without state)."""

@@ -17,6 +17,7 @@ from leasecheck.stateful.contract import FAILED, QUEUED, Queue, capabilities
 
 LEASE = timedelta(seconds=30)
 WAIT = 3 * LEASE
+TICK = timedelta(microseconds=1)
 
 CAUSES = (
     "likely causes: CURRENT_TIMESTAMP or LOCALTIMESTAMP in its SQL (they bypass the "
@@ -39,6 +40,7 @@ def clock_problem(queue: Queue, conn: Connection[Any]) -> str | None:
     clock.reset(conn)
     try:
         job = queue.enqueue(conn, {"n": 0, "kind": "clock-probe"})
+        clock.advance(conn, TICK)  # as the machine does: no claim shares its enqueue's instant
         if queue.claim(conn, "probe-1", LEASE) is None:
             return (
                 f"leasecheck: {queue.name} handed out nothing for a job just enqueued: if it "
