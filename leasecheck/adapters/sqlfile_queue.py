@@ -199,7 +199,7 @@ class SqlFileQueue:
             raise SqlFileError(
                 f"{self.path}: query 'claim' returned {len(row)} columns; return (job_id, token)"
             )
-        if self.spec.queries["claim"].accepted == "not_null" and row == (None, None):
+        if self.spec.queries["claim"].accepted == "not_null" and all(v is None for v in row):
             return None
         job_id, token = _plain(row[0]), _plain(row[1])
         keyed = self._row(conn, "effect_key", id=job_id, token=token, worker=worker)
