@@ -711,3 +711,10 @@ def test_an_unfenced_v2_completion_is_killed(tmp_path: Path, v2_pool: actors.Poo
     with pytest.raises(PropertyViolated) as caught:
         run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
     assert caught.value.violation.prop in ("single-completion", "fencing", "no-lost-jobs")
+
+
+def test_the_documented_example_is_the_tested_file() -> None:
+    """docs/sql-queues.md shows reference_v2.sql in full, as the file these tests run."""
+    doc = (FILES.parent.parent.parent / "docs" / "sql-queues.md").read_text()
+    start = doc.index("```sql\n", doc.index("## A complete example")) + len("```sql\n")
+    assert doc[start : doc.index("```", start)] == V2_TEXT

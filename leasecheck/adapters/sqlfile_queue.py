@@ -6,36 +6,45 @@ copy its SQL into a file in the `-- name: x` format of `stateful.sqlfile` and ru
     LEASECHECK_SQL_QUEUE=path/to/queue.sql \
         pytest --leasecheck-queue leasecheck.adapters.sqlfile_queue:from_env
 
-The file starts with a header that declares what the contract's optional members
-would (parsed strictly: an unknown key, a bad value or a missing `max_attempts` is
-an error):
+Declarations are `-- leasecheck: key=value ...` lines: before the first query they
+declare the queue, right under a query's description line they declare that query
+(parsed strictly by `sqlfile_spec`; every mistake is one line saying how to fix it):
 
     -- leasecheck: max_attempts=3 ordered_tokens=true heartbeats=true
 
-keys: `max_attempts` (a positive integer or `none`; required), `name` (the report's
-label; default: the file's stem), `ordered_tokens`, `heartbeats`, `held_transactions`
-(`true`/`false`; defaults as in `stateful.contract.capabilities`).
+File keys: `max_attempts` (a positive integer or `none`; required), `name` (default: the
+file's stem), `ordered_tokens`, `heartbeats`, `one_claim_per_worker`, `revokes_expired`,
+`transactional_effects` (`true`/`false`), `held_transactions` (`true`, `false` or a
+comma list of claim, heartbeat, complete, fail). Query key: `accepted` (how heartbeat,
+complete, fail and claim say yes; `sqlfile_spec.ACCEPTED`).
 
-Queries, their parameters and what they must return (`%%` for a literal percent sign
-in every query that takes parameters):
+Queries, the parameters each may name besides `lease` and `max_attempts` (which every
+query may name), and what they must return (`%%` for a literal percent sign in every
+query that names a parameter; a query that names none runs exactly as written):
 
 | query | parameters | returns |
 |---|---|---|
-| install | none (may hold many statements) | anything; runs in one transaction |
-| reset | none (may hold many statements) | anything |
-| enqueue | payload (jsonb), max_attempts | one row: the job id |
-| claim | worker, lease (interval) | one row (job_id, token), or none |
-| heartbeat | id, token, worker, lease | a row when accepted, none when rejected |
-| complete | id, token, worker | a row when accepted, none when rejected |
-| fail | id, token, worker, error, max_attempts | a row when accepted, none when rejected |
+| install | none; may repeat: each block is one step | anything |
+| reset | none | anything |
+| enqueue | payload (jsonb) | one row: the job id |
+| claim | worker, lease (the call's) | one row (job_id, token), or none |
+| heartbeat | id, token, worker, lease (the call's) | accepted or not (`accepted=`) |
+| complete | id, token, worker | accepted or not (`accepted=`) |
+| fail | id, token, worker, error | accepted or not (`accepted=`) |
 | effect_key | id, token, worker | one row, one text value: the idempotency key |
 | advance_clock | delta (interval) | optional: for queues that do not read now() |
+| state | id | optional: one row, one of queued, running, done, failed |
+| maintain | none | optional: the queue's recovery sweep; anything |
 
-`heartbeat` may be left out when the header says `heartbeats=false`. `complete` runs
-in one transaction with the harness's effect, which runs only if it returned a row.
-`effect_key` must be computed in SQL from the id and token alone (it is evaluated
-right after the claim, on the claim's connection, and carried on the claim, because
-the contract's `effect_key(claim)` gets no connection).
+A query may hold several statements: they run in order in one transaction (a savepoint
+inside a held one) and the last one's answer counts. Install steps run in file order,
+each in a transaction of its own: a one-statement step is sent alone, so CREATE INDEX
+CONCURRENTLY works. `heartbeat` may be left out when the header says `heartbeats=false`.
+`complete` runs in one transaction with the harness's effect, which runs only if it was
+accepted. `effect_key` must be computed in SQL from the id and token alone (it is
+evaluated right after the claim, on the claim's connection, and carried on the claim,
+because the contract's `effect_key(claim)` gets no connection). docs/sql-queues.md has
+the full format and a complete example.
 """
 
 from __future__ import annotations
