@@ -107,3 +107,10 @@ update jobs
          for update skip locked) as next
  where jobs.id = next.id
 returning jobs.id, jobs.attempt
+
+-- name: release_by_id
+-- stale-release: "make it visible again" by id, before the fenced failure report; a
+-- stale worker's release ends the lease of whoever holds the job now.
+update jobs
+   set lease_until = now() - interval '1 second'  -- visible at once
+ where id = %(id)s and status = 'running'

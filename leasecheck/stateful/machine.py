@@ -29,6 +29,7 @@ from psycopg import Connection
 from leasecheck.stateful import actors, clock
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import (
+    CALLS,
     STATES,
     Capabilities,
     Claim,
@@ -440,12 +441,27 @@ class LeaseMachine(RuleBasedStateMachine):
         self.workers[self.workers.index(w)] = fresh
         self.history.add(self.now, w.name, "crash", "event", note=f"{why}; {fresh.name} starts")
 
-    def _pairs(self) -> list[tuple[Worker, Held]]:
-        return [(w, h) for w in self.workers if w.can_act for h in w.held]
+    def _may(self, w: Worker, call: str) -> bool:
+        """Return whether `w` may make `call` now: outside a held transaction, or one the
+        queue lets that call run in."""
+        return w.txn is None or call in self.caps.held_calls or call not in CALLS
 
-    def _pick_pair(self, pick: int) -> tuple[Worker, Held]:
-        pairs = self._pairs()
+    def _pairs(self, call: str) -> list[tuple[Worker, Held]]:
+        return [(w, h) for w in self.workers if w.can_act and self._may(w, call) for h in w.held]
+
+    def _pick_pair(self, pick: int, call: str) -> tuple[Worker, Held]:
+        pairs = self._pairs(call)
         return pairs[pick % len(pairs)]
+
+    def _claimers(self) -> list[Worker]:
+        """Return the workers that may claim now (one job at a time, if the queue says so)."""
+        return [
+            w
+            for w in self.workers
+            if w.can_act
+            and self._may(w, "claim")
+            and not (self.caps.one_claim_per_worker and w.held)
+        ]
 
     def _pick(self, workers: list[Worker], pick: int) -> Worker:
         return workers[pick % len(workers)]
@@ -495,8 +511,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(
         lambda self: (
-            any(w.can_act for w in self.workers)
-            and any(not j.finished for j in self.oracle.jobs.values())
+            bool(self._claimers()) and any(not j.finished for j in self.oracle.jobs.values())
         )
     )
     @rule(how=TAKE)
@@ -504,8 +519,8 @@ class LeaseMachine(RuleBasedStateMachine):
     def claim(self, how: Take) -> None:
         """A worker claims the next job; with `held`, inside a transaction it keeps open."""
         with self._step():
-            w = self._pick([w for w in self.workers if w.can_act], how.worker)
-            if how.held and w.txn is None and self.caps.held_transactions:
+            w = self._pick(self._claimers(), how.worker)
+            if how.held and w.txn is None and "claim" in self.caps.held_calls:
                 self._begin(w)
             self._claim(w)
 
@@ -535,13 +550,13 @@ class LeaseMachine(RuleBasedStateMachine):
 
         self._call(w, "claim", None, lambda c: self.queue.claim(c, w.name, lease), done)
 
-    @precondition(lambda self: bool(self._pairs()) and self.caps.heartbeats)
+    @precondition(lambda self: bool(self._pairs("heartbeat")) and self.caps.heartbeats)
     @rule(pick=PICK)
     @recorded
     def heartbeat(self, pick: int) -> None:
         """An explicit heartbeat on the main connection (inside the held transaction, if any)."""
         with self._step():
-            self._heartbeat(*self._pick_pair(pick))
+            self._heartbeat(*self._pick_pair(pick, "heartbeat"))
 
     def _heartbeat(self, w: Worker, h: Held) -> None:
         lease = timedelta(microseconds=LEASE)
@@ -564,13 +579,13 @@ class LeaseMachine(RuleBasedStateMachine):
         if h.grant is not None:
             self.oracle.heartbeat(h.grant, accepted, at)
 
-    @precondition(lambda self: bool(self._pairs()))
+    @precondition(lambda self: bool(self._pairs("complete")))
     @rule(pick=PICK)
     @recorded
     def complete(self, pick: int) -> None:
         """A worker finishes a job it holds, whether or not its lease is still good."""
         with self._step():
-            w, h = self._pick_pair(pick)
+            w, h = self._pick_pair(pick, "complete")
             self._complete(w, h)
 
     def _complete(self, w: Worker, h: Held) -> None:
@@ -615,13 +630,13 @@ class LeaseMachine(RuleBasedStateMachine):
         if h.grant is not None:
             self.oracle.complete(h.grant, accepted, at)
 
-    @precondition(lambda self: bool(self._pairs()))
+    @precondition(lambda self: bool(self._pairs("send")))
     @rule(pick=PICK)
     @recorded
     def send_effect(self, pick: int) -> None:
         """A worker sends the job's external effect (a receipt) keyed by effect_key."""
         with self._step():
-            self._send(*self._pick_pair(pick))
+            self._send(*self._pick_pair(pick, "send"))
 
     def _send(self, w: Worker, h: Held) -> None:
         if h.grant is None:
@@ -643,13 +658,13 @@ class LeaseMachine(RuleBasedStateMachine):
             f"with key {key!r}: {'accepted' if taken else 'dropped as a duplicate'}"
         )
 
-    @precondition(lambda self: bool(self._pairs()))
+    @precondition(lambda self: bool(self._pairs("fail")))
     @rule(pick=PICK)
     @recorded
     def fail(self, pick: int) -> None:
         """A worker reports that a job it holds failed (retry, or give up at the cap)."""
         with self._step():
-            self._fail(*self._pick_pair(pick))
+            self._fail(*self._pick_pair(pick, "fail"))
 
     def _fail(self, w: Worker, h: Held) -> None:
         def done(result: Any, at: int) -> None:
@@ -715,14 +730,14 @@ class LeaseMachine(RuleBasedStateMachine):
             note(f"t={_seconds(self.now)} {w.name} stalls past {_seconds(end)}")
             self.history.add(self.now, w.name, "pause", "event", note="stall")
             self._advance(max(end + 1, self.now + 1))
-            others = [o for o in self.workers if o is not w and o.can_act]
+            others = [o for o in self._claimers() if o is not w]
             if not how.alone and others:
                 self._claim(others[0])
             self._resume(w)
             then = how.then
             if then == "heartbeat" and not self.caps.heartbeats:
                 then = "nothing"
-            if then != "nothing" and work in w.held and w.can_act:
+            if then != "nothing" and work in w.held and w.can_act and self._may(w, then):
                 {"complete": self._complete, "fail": self._fail, "heartbeat": self._heartbeat}[
                     then
                 ](w, work)
@@ -810,7 +825,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(
         lambda self: (
-            self.caps.held_transactions and any(w.can_act and w.txn is None for w in self.workers)
+            bool(self.caps.held_calls) and any(w.can_act and w.txn is None for w in self.workers)
         )
     )
     @rule(pick=PICK)
