@@ -21,7 +21,7 @@ from leasecheck.adapters.sqlfile_queue import ENV, SqlFileError, SqlFileQueue, f
 from leasecheck.adapters.sqlfile_queue import LEASE as ADAPTER_LEASE
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import actors, clock
-from leasecheck.stateful.contract import Claim, capabilities
+from leasecheck.stateful.contract import CALLS, Claim, capabilities, not_checked
 from leasecheck.stateful.machine import LEASE as MACHINE_LEASE
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
@@ -279,7 +279,8 @@ def test_v1_files_keep_their_v1_meaning(name: str) -> None:
     caps = capabilities(queue)
     assert queue.held_transactions and caps.held_transactions
     assert queue.held_calls == frozenset({"claim", "heartbeat", "complete", "fail"})
-    assert queue.one_claim_per_worker is False
+    assert queue.one_claim_per_worker is False and not caps.one_claim_per_worker
+    assert caps.held_calls == frozenset(CALLS)
     assert (caps.state, caps.maintain) == (None, None)
     assert not caps.revokes_expired
     assert caps.transactional_effects
@@ -320,7 +321,8 @@ def test_held_transactions_names_the_calls(
     queue = _v2_file(tmp_path, V2.read_text().replace("held_transactions=true", words))
     assert queue.held_calls == frozenset(calls)
     assert queue.held_transactions is held
-    assert capabilities(queue).held_transactions is held
+    caps = capabilities(queue)
+    assert (caps.held_calls, caps.held_transactions) == (frozenset(calls), held)
 
 
 def test_declarations_reach_the_contract(tmp_path: Path) -> None:
@@ -334,7 +336,7 @@ def test_declarations_reach_the_contract(tmp_path: Path) -> None:
     words = "one_claim_per_worker=true revokes_expired=true transactional_effects=false"
     declared = _v2_file(tmp_path, V2.read_text().replace("held_transactions=true", words))
     caps = capabilities(declared)
-    assert declared.one_claim_per_worker is True
+    assert declared.one_claim_per_worker is True and caps.one_claim_per_worker
     assert (caps.revokes_expired, caps.transactional_effects) == (True, False)
 
 
@@ -718,3 +720,16 @@ def test_the_documented_example_is_the_tested_file() -> None:
     doc = (FILES.parent.parent.parent / "docs" / "sql-queues.md").read_text()
     start = doc.index("```sql\n", doc.index("## A complete example")) + len("```sql\n")
     assert doc[start : doc.index("```", start)] == V2_TEXT
+
+
+def test_declared_limits_run_through_the_machine(tmp_path: Path, v2_pool: actors.Pool) -> None:
+    """reference_v2.sql declaring one job per worker and held completions only runs through
+    the machine, which honours both (what it then leaves out is named, not passed)."""
+    words = "one_claim_per_worker=true held_transactions=complete"
+    queue = _v2_file(tmp_path, V2_TEXT.replace("held_transactions=true", words))
+    assert any("held-transactions" in gap for gap in not_checked(queue))
+    harness = Harness(queue=queue, pool=v2_pool)
+    harness.reset()
+    run_state_machine_as_test(
+        lambda: LeaseMachine(harness), settings=settings(BUDGET, max_examples=30)
+    )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from leasecheck.adapters import sqltext
 from leasecheck.stateful import sqlfile
-from leasecheck.stateful.contract import ContractError
+from leasecheck.stateful.contract import CALLS, ContractError
 
 REQUIRED = ("install", "reset", "enqueue", "claim", "heartbeat", "complete", "fail", "effect_key")
 OPTIONAL = ("advance_clock", "state", "maintain")
@@ -35,7 +35,7 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "state": ("id",),
     "maintain": (),
 }
-HELD_CALLS = ("claim", "heartbeat", "complete", "fail")
+HELD_CALLS = CALLS
 """The calls a worker may make inside a transaction the harness holds open."""
 ACCEPTED = ("rows", "not_null", "first_column_true", "first_column_positive", "rowcount")
 """How a query says "accepted" (the default is rows):
