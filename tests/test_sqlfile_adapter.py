@@ -733,3 +733,19 @@ def test_declared_limits_run_through_the_machine(tmp_path: Path, v2_pool: actors
     run_state_machine_as_test(
         lambda: LeaseMachine(harness), settings=settings(BUDGET, max_examples=30)
     )
+
+
+def test_a_v2_sweep_that_ignores_the_lease_is_killed(tmp_path: Path, v2_pool: actors.Pool) -> None:
+    """The maintain query is run by the machine: a sweep that requeues running jobs whose
+    lease has not ended hands a held job to a second worker, and dies."""
+    text = V2_TEXT.replace(
+        "where status = 'running' and lease_until < now()", "where status = 'running'"
+    )
+    assert text != V2_TEXT
+    harness = Harness(queue=_v2_file(tmp_path, text), pool=v2_pool)
+    harness.reset()
+    with pytest.raises(PropertyViolated) as caught:
+        run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
+    assert caught.value.violation.prop in ("exclusive-lease", "owner-progress"), str(
+        caught.value.violation
+    )
