@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from leasecheck import cli
 from leasecheck.adapters.sqlfile_queue import ENV, SqlFileError, SqlFileQueue, from_env
 from leasecheck.adapters.sqlfile_queue import LEASE as ADAPTER_LEASE
 from leasecheck.dbfixtures import janitor
@@ -748,4 +749,18 @@ def test_a_v2_sweep_that_ignores_the_lease_is_killed(tmp_path: Path, v2_pool: ac
         run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
     assert caught.value.violation.prop in ("exclusive-lease", "owner-progress"), str(
         caught.value.violation
+    )
+
+
+def test_check_names_a_bad_sql_file_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`leasecheck check --sql` loads the file before starting pytest: a bad file is the
+    file's own line, exit 2, and no run."""
+    path = _broken(tmp_path, V2_TEXT.replace("held_transactions=true", "held_transactions=x"))
+    assert cli.main(["check", "--sql", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"leasecheck check: {path}: held_transactions=x: give true, false or a comma list "
+        "(no spaces) of claim, heartbeat, complete, fail\n"
     )
