@@ -288,9 +288,8 @@ def test_v1_files_keep_their_v1_meaning(name: str) -> None:
     assert len(queue.spec.install) == 1
     for query in queue.spec.queries.values():
         assert query.accepted == "rows"
-        if query.name != "install":
-            assert len(query.statements) == 1, query.name
-    install = queue.spec.queries["install"]
+        assert len(query.statements) == 1, query.name
+    (install,) = queue.spec.install
     assert len(install.statements) == 2 and not install.bound  # as written, one transaction
 
 
@@ -344,6 +343,12 @@ def test_declarations_reach_the_contract(tmp_path: Path) -> None:
 V2_TEXT = V2.read_text()
 
 
+def _v2_with_install(steps: str) -> str:
+    """Return reference_v2.sql with its install steps replaced by `steps`."""
+    text = _with_block(_with_block(V2_TEXT, "install", ""), "install", "")
+    return text + "\n" + steps
+
+
 @pytest.mark.parametrize(
     ("text", "says"),
     [
@@ -393,13 +398,14 @@ V2_TEXT = V2.read_text()
          "unknown queries sweep; a queue file holds install, reset, enqueue, claim, heartbeat, "
          "complete, fail, effect_key, advance_clock, state, maintain"),
         (_with_block(V2_TEXT, "claim", ""), "missing queries claim"),
+        (_v2_with_install(""), "missing queries install (add a '-- name: <query>' block"),
     ],
     ids=["query-unknown-key", "accepted-bad-value", "accepted-not-for-claim",
          "accepted-not-for-state", "query-key-in-header", "file-key-in-query",
          "held-unknown-call", "one-claim-bad", "revokes-bad", "effects-bad", "query-key-twice",
          "unknown-parameter", "positional-parameter", "lone-percent", "keys-before-description",
          "keys-inside-statement", "state-twice", "only-comments", "unknown-query",
-         "missing-claim"],
+         "missing-claim", "missing-install"],
 )  # fmt: skip
 def test_a_bad_v2_file_fails_with_one_line(tmp_path: Path, text: str, says: str) -> None:
     """Every v2 mistake is one line naming the file and saying how to fix it."""
@@ -458,12 +464,6 @@ def test_install_steps_run_each_in_its_own_transaction(
         "select i.indisvalid from pg_index i join pg_class c on c.oid = i.indexrelid "
         "where c.relname = 'jobs_claimable'",
     )
-
-
-def _v2_with_install(steps: str) -> str:
-    """Return reference_v2.sql with its install steps replaced by `steps`."""
-    text = _with_block(_with_block(V2_TEXT, "install", ""), "install", "")
-    return text + "\n" + steps
 
 
 def test_a_failing_install_step_keeps_the_steps_before_it(

@@ -108,7 +108,6 @@ class SqlFileQueue:
         spec = read(self.path)
         header = spec.header
         self.spec = spec
-        self.queries = {name: query.text for name, query in spec.queries.items()}
         self.name = header.name or self.path.stem
         self.max_attempts = header.max_attempts
         self.ordered_tokens = header.ordered_tokens

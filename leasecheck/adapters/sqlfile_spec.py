@@ -104,6 +104,7 @@ class Spec:
 
     header: Header
     queries: dict[str, QuerySql]
+    """Every query but install, by name."""
     install: tuple[QuerySql, ...]
     """The install steps in file order, each run in a transaction of its own."""
 
@@ -131,14 +132,15 @@ def read(path: Path) -> Spec:
         query = _query(path, block)
         if query.name == "install":
             steps.append(query)
-        elif query.name in queries:
+            continue
+        if query.name in queries:
             raise SqlFileError(
                 f"{path}: query {query.name!r} is defined twice; keep one "
                 "(only install may repeat: each install block is one step)"
             )
         queries[query.name] = query
     needed = [q for q in REQUIRED if not (q == "heartbeat" and not header.heartbeats)]
-    missing = [q for q in needed if q not in queries]
+    missing = [q for q in needed if q not in queries and not (q == "install" and steps)]
     if missing:
         raise SqlFileError(
             f"{path}: missing queries {', '.join(missing)} "
