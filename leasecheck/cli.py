@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import leasecheck
+from leasecheck.adapters.sqlfile_queue import SqlFileError, SqlFileQueue
 from leasecheck.dbfixtures import janitor, servers
 from leasecheck.stateful import actors, clock, contract, profiles, replay, svg
 from leasecheck.stateful.machine import Harness
@@ -91,9 +92,7 @@ def _check(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     spec = args.queue
     if args.sql is not None:
-        if not args.sql.is_file():
-            raise _Usage(f"--sql {args.sql}: no such file")
-        env["LEASECHECK_SQL_QUEUE"] = str(args.sql.resolve())
+        env["LEASECHECK_SQL_QUEUE"] = _sql_file(args.sql)
         spec = SQL_QUEUE
     package_root = Path(leasecheck.__file__).resolve().parent.parent
     command = [
@@ -111,6 +110,17 @@ def _check(args: argparse.Namespace) -> int:
     return subprocess.call([*command, *args.pytest_args], env=env)
 
 
+def _sql_file(path: Path) -> str:
+    """Return the absolute path of a queue file that loads; a bad file is its own one line."""
+    if not path.is_file():
+        raise _Usage(f"--sql {path}: no such file")
+    try:
+        SqlFileQueue(path)
+    except SqlFileError as exc:
+        raise _Usage(str(exc)) from None
+    return str(path.resolve())
+
+
 def _replay(args: argparse.Namespace) -> int:
     """Replay a failure file; 0 when every property holds, 1 when one breaks."""
     sys.path.insert(0, os.getcwd())  # the queue's module, as `python -m pytest` would find it
@@ -120,7 +130,7 @@ def _replay(args: argparse.Namespace) -> int:
         raise _Usage(str(exc)) from None
     spec = args.queue or saved.queue_spec
     if args.sql is not None:
-        os.environ["LEASECHECK_SQL_QUEUE"] = str(args.sql.resolve())
+        os.environ["LEASECHECK_SQL_QUEUE"] = _sql_file(args.sql)
         spec = SQL_QUEUE
     if not spec:
         raise _Usage(f"{args.file} does not say which queue failed: pass --queue module:attr")

@@ -6,72 +6,77 @@ copy its SQL into a file in the `-- name: x` format of `stateful.sqlfile` and ru
     LEASECHECK_SQL_QUEUE=path/to/queue.sql \
         pytest --leasecheck-queue leasecheck.adapters.sqlfile_queue:from_env
 
-The file starts with a header that declares what the contract's optional members
-would (parsed strictly: an unknown key, a bad value or a missing `max_attempts` is
-an error):
+Declarations are `-- leasecheck: key=value ...` lines: before the first query they
+declare the queue, right under a query's description line they declare that query
+(parsed strictly by `sqlfile_spec`; every mistake is one line saying how to fix it):
 
     -- leasecheck: max_attempts=3 ordered_tokens=true heartbeats=true
 
-keys: `max_attempts` (a positive integer or `none`; required), `name` (the report's
-label; default: the file's stem), `ordered_tokens`, `heartbeats`, `held_transactions`
-(`true`/`false`; defaults as in `stateful.contract.capabilities`).
+File keys: `max_attempts` (a positive integer or `none`; required), `name` (default: the
+file's stem), `ordered_tokens`, `heartbeats`, `one_claim_per_worker`, `revokes_expired`,
+`transactional_effects` (`true`/`false`), `held_transactions` (`true`, `false` or a
+comma list of claim, heartbeat, complete, fail). Query key: `accepted` (how heartbeat,
+complete, fail and claim say yes; `sqlfile_spec.ACCEPTED`).
 
-Queries, their parameters and what they must return (`%%` for a literal percent sign
-in every query that takes parameters):
+Queries, the parameters each may name besides `lease` and `max_attempts` (which every
+query may name), and what they must return (`%%` for a literal percent sign in every
+query that names a parameter; a query that names none runs exactly as written):
 
 | query | parameters | returns |
 |---|---|---|
-| install | none (may hold many statements) | anything; runs in one transaction |
-| reset | none (may hold many statements) | anything |
-| enqueue | payload (jsonb), max_attempts | one row: the job id |
-| claim | worker, lease (interval) | one row (job_id, token), or none |
-| heartbeat | id, token, worker, lease | a row when accepted, none when rejected |
-| complete | id, token, worker | a row when accepted, none when rejected |
-| fail | id, token, worker, error, max_attempts | a row when accepted, none when rejected |
+| install | none; may repeat: each block is one step | anything |
+| reset | none | anything |
+| enqueue | payload (jsonb) | one row: the job id |
+| claim | worker, lease (the call's) | one row (job_id, token), or none |
+| heartbeat | id, token, worker, lease (the call's) | accepted or not (`accepted=`) |
+| complete | id, token, worker | accepted or not (`accepted=`) |
+| fail | id, token, worker, error | accepted or not (`accepted=`) |
 | effect_key | id, token, worker | one row, one text value: the idempotency key |
 | advance_clock | delta (interval) | optional: for queues that do not read now() |
+| state | id | optional: one row, one of queued, running, done, failed |
+| maintain | none | optional: the queue's recovery sweep; anything |
 
-`heartbeat` may be left out when the header says `heartbeats=false`. `complete` runs
-in one transaction with the harness's effect, which runs only if it returned a row.
-`effect_key` must be computed in SQL from the id and token alone (it is evaluated
-right after the claim, on the claim's connection, and carried on the claim, because
-the contract's `effect_key(claim)` gets no connection).
+A query may hold several statements: they run in order in one transaction (a savepoint
+inside a held one) and the last one's answer counts. Install steps run in file order,
+each in a transaction of its own: a one-statement step is sent alone, so CREATE INDEX
+CONCURRENTLY works. `heartbeat` may be left out when the header says `heartbeats=false`.
+`complete` runs in one transaction with the harness's effect, which runs only if it was
+accepted. `effect_key` must be computed in SQL from the id and token alone (it is
+evaluated right after the claim, on the claim's connection, and carried on the claim,
+because the contract's `effect_key(claim)` gets no connection). docs/sql-queues.md has
+the full format and a complete example.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from psycopg import Connection
+from psycopg import Connection, Cursor
 from psycopg.types.json import Jsonb
 
-from leasecheck.stateful import sqlfile
-from leasecheck.stateful.contract import Claim, ContractError, Effect, JobId
+from leasecheck.adapters.sqlfile_spec import (
+    OPTIONAL,
+    Header,
+    QuerySql,
+    SqlFileError,
+    parse_header,
+    read,
+)
+from leasecheck.adapters.sqlfile_spec import REQUIRED as QUERIES
+from leasecheck.stateful.contract import STATES, Claim, Effect, JobId
+
+__all__ = ["ENV", "OPTIONAL", "QUERIES", "Header", "SqlClaim", "SqlFileError", "SqlFileQueue",
+           "from_env", "parse_header"]  # fmt: skip
 
 ENV = "LEASECHECK_SQL_QUEUE"
-QUERIES = (
-    "install",
-    "reset",
-    "enqueue",
-    "claim",
-    "heartbeat",
-    "complete",
-    "fail",
-    "effect_key",
-)
-OPTIONAL = ("advance_clock",)
-_HEADER = re.compile(r"^-- leasecheck:(.*)$", re.MULTILINE)
-_FLAGS = ("ordered_tokens", "heartbeats", "held_transactions")
-_KEYS = ("max_attempts", "name", *_FLAGS)
-
-
-class SqlFileError(ContractError):
-    """The `.sql` file does not describe a usable queue; the message names file and fix."""
+LEASE = timedelta(seconds=30)
+"""The harness's lease (`stateful.machine.LEASE`), given to queries that get none from
+their call (install, enqueue, maintain, ...); claim and heartbeat get the call's own."""
 
 
 @dataclass(frozen=True)
@@ -82,56 +87,12 @@ class SqlClaim(Claim):
 
 
 @dataclass(frozen=True)
-class Header:
-    """What the `-- leasecheck:` header declares."""
+class _Answer:
+    """What the last statement of a query answered."""
 
-    max_attempts: int | None
-    name: str | None = None
-    ordered_tokens: bool = False
-    heartbeats: bool = True
-    held_transactions: bool = True
-
-
-def parse_header(path: Path, source: str) -> Header:
-    """Return the declarations of the file's `-- leasecheck:` lines; raise on anything off."""
-    first_query = source.find("-- name:")
-    head = source if first_query < 0 else source[:first_query]
-    words = [w for line in _HEADER.findall(head) for w in line.split()]
-    if not words:
-        raise SqlFileError(
-            f"{path}: no '-- leasecheck: max_attempts=N ...' header before the first query"
-        )
-    values: dict[str, str] = {}
-    for word in words:
-        key, sep, value = word.partition("=")
-        if not sep or not value:
-            raise SqlFileError(f"{path}: header word {word!r} is not key=value")
-        if key not in _KEYS:
-            raise SqlFileError(f"{path}: unknown header key {key!r}; use {', '.join(_KEYS)}")
-        if key in values:
-            raise SqlFileError(f"{path}: header key {key!r} given twice")
-        values[key] = value
-    if "max_attempts" not in values:
-        raise SqlFileError(f"{path}: header lacks max_attempts=N (or max_attempts=none)")
-    return Header(
-        max_attempts=_max_attempts(path, values["max_attempts"]),
-        name=values.get("name"),
-        **{k: _flag(path, k, values[k]) for k in _FLAGS if k in values},
-    )
-
-
-def _max_attempts(path: Path, value: str) -> int | None:
-    if value == "none":
-        return None
-    if not value.isdigit() or int(value) < 1:
-        raise SqlFileError(f"{path}: max_attempts={value}: give a positive integer or none")
-    return int(value)
-
-
-def _flag(path: Path, key: str, value: str) -> bool:
-    if value not in ("true", "false"):
-        raise SqlFileError(f"{path}: {key}={value}: give true or false")
-    return value == "true"
+    columns: bool
+    row: tuple[Any, ...] | None
+    rowcount: int
 
 
 def _plain(value: Any) -> JobId:
@@ -144,56 +105,96 @@ class SqlFileQueue:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        try:
-            source = self.path.read_text()
-        except OSError as exc:
-            raise SqlFileError(f"{self.path}: cannot read it ({exc.strerror})") from None
-        header = parse_header(self.path, source)
-        try:
-            self.queries = {n: q.text for n, q in sqlfile.load(self.path).items()}
-        except ValueError as exc:
-            raise SqlFileError(str(exc)) from None
-        known = (*QUERIES, *OPTIONAL)
-        unknown = sorted(set(self.queries) - set(known))
-        if unknown:
-            raise SqlFileError(
-                f"{self.path}: unknown queries {', '.join(unknown)}; a queue file holds "
-                f"{', '.join(known)}"
-            )
-        needed = [q for q in QUERIES if not (q == "heartbeat" and not header.heartbeats)]
-        missing = [q for q in needed if q not in self.queries]
-        if missing:
-            raise SqlFileError(
-                f"{self.path}: missing queries {', '.join(missing)} "
-                "(add a '-- name: <query>' block for each)"
-            )
+        spec = read(self.path)
+        header = spec.header
+        self.spec = spec
         self.name = header.name or self.path.stem
         self.max_attempts = header.max_attempts
         self.ordered_tokens = header.ordered_tokens
         self.heartbeats = header.heartbeats
+        self.held_calls: frozenset[str] = header.held_calls
         self.held_transactions = header.held_transactions
-        if "advance_clock" in self.queries:
+        self.one_claim_per_worker = header.one_claim_per_worker
+        self.revokes_expired = header.revokes_expired
+        self.transactional_effects = header.transactional_effects
+        if "advance_clock" in spec.queries:
             self.advance_clock = self._advance_clock
+        if "state" in spec.queries:
+            self.state = self._state
+        if "maintain" in spec.queries:
+            self.maintain = self._maintain
 
-    def _row(self, conn: Connection[Any], query: str, **params: Any) -> tuple[Any, ...] | None:
-        """Run one named query with the documented parameters; return its first row."""
-        cur = conn.execute(self.queries[query], params)
-        if cur.description is None:
+    def _run(self, conn: Connection[Any], query: QuerySql, **params: Any) -> _Answer:
+        """Run `query` with the parameters its call gives; return its last statement's answer.
+
+        A query that names no parameter runs exactly as written; one statement runs alone
+        (as v1 did), several run in order in one transaction (a savepoint inside a held one).
+        """
+        bound = {"lease": LEASE, "max_attempts": self.max_attempts, **params}
+        if len(query.statements) == 1:
+            return _answer(conn.execute(query.text, bound if query.bound else None))
+        with conn.transaction():
+            if not query.bound:
+                cur = conn.execute(query.text)
+                while cur.nextset():
+                    pass
+                return _answer(cur)
+            for statement in query.statements:
+                cur = conn.execute(statement, bound)
+            return _answer(cur)
+
+    def _row(self, conn: Connection[Any], name: str, **params: Any) -> tuple[Any, ...] | None:
+        """Run the named query, which must answer with rows; return its first row."""
+        answer = self._run(conn, self.spec.queries[name], **params)
+        if not answer.columns:
             raise SqlFileError(
-                f"{self.path}: query {query!r} returned no result set; "
+                f"{self.path}: query {name!r} returned no result set; "
                 "end it with 'returning ...' (or make it a select)"
+                + ("" if name in ("enqueue", "effect_key", "state") else ", or declare "
+                   "'-- leasecheck: accepted=rowcount' under its description line")
+            )  # fmt: skip
+        return answer.row
+
+    def _accepted(self, conn: Connection[Any], name: str, **params: Any) -> bool:
+        """Run a heartbeat, completion or failure; return whether it was accepted."""
+        query = self.spec.queries[name]
+        if query.accepted == "rowcount":
+            return self._run(conn, query, **params).rowcount > 0
+        row = self._row(conn, name, **params)
+        if query.accepted == "rows":
+            return row is not None
+        if query.accepted == "not_null":
+            return row is not None and any(v is not None for v in row)
+        value = None if row is None or not row else row[0]
+        if query.accepted == "first_column_true":
+            if value is not None and not isinstance(value, bool):
+                raise SqlFileError(
+                    f"{self.path}: query {name!r} answered {value!r}, not a boolean; "
+                    "return true/false or change accepted="
+                )
+            return value is True
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | Decimal)):
+            raise SqlFileError(
+                f"{self.path}: query {name!r} answered {value!r}, not a count; "
+                "return a number of rows or change accepted="
             )
-        return cur.fetchone()
+        return value is not None and value > 0
 
     def install(self, conn: Connection[Any]) -> None:
-        with conn.transaction():
-            conn.execute(self.queries["install"])
+        """Run each install step in a transaction of its own: alone when it is one
+        statement (as CREATE INDEX CONCURRENTLY needs), else inside BEGIN ... COMMIT."""
+        for step in self.spec.install:
+            if len(step.statements) > 1 or conn.autocommit:
+                self._run(conn, step)  # several statements: _run holds them in one transaction
+            else:
+                with conn.transaction():
+                    self._run(conn, step)
 
     def reset(self, conn: Connection[Any]) -> None:
-        conn.execute(self.queries["reset"])
+        self._run(conn, self.spec.queries["reset"])
 
     def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> JobId:
-        row = self._row(conn, "enqueue", payload=Jsonb(payload), max_attempts=self.max_attempts)
+        row = self._row(conn, "enqueue", payload=Jsonb(payload))
         if row is None:
             raise SqlFileError(f"{self.path}: query 'enqueue' returned no row; return the job id")
         return _plain(row[0])
@@ -206,6 +207,8 @@ class SqlFileQueue:
             raise SqlFileError(
                 f"{self.path}: query 'claim' returned {len(row)} columns; return (job_id, token)"
             )
+        if self.spec.queries["claim"].accepted == "not_null" and all(v is None for v in row):
+            return None
         job_id, token = _plain(row[0]), _plain(row[1])
         keyed = self._row(conn, "effect_key", id=job_id, token=token, worker=worker)
         if keyed is None or len(keyed) != 1 or not isinstance(keyed[0], str):
@@ -215,20 +218,19 @@ class SqlFileQueue:
         return SqlClaim(job_id=job_id, token=token, worker=worker, key=keyed[0])
 
     def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
-        if "heartbeat" not in self.queries:
+        if "heartbeat" not in self.spec.queries:
             return False
-        return self._row(conn, "heartbeat", **_owner(claim), lease=lease) is not None
+        return self._accepted(conn, "heartbeat", **_owner(claim), lease=lease)
 
     def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
         with conn.transaction():
-            if self._row(conn, "complete", **_owner(claim)) is None:
+            if not self._accepted(conn, "complete", **_owner(claim)):
                 return False
             effect(conn)
             return True
 
     def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
-        params = {**_owner(claim), "error": error, "max_attempts": self.max_attempts}
-        return self._row(conn, "fail", **params) is not None
+        return self._accepted(conn, "fail", **_owner(claim), error=error)
 
     def effect_key(self, claim: Claim) -> str:
         if not isinstance(claim, SqlClaim):
@@ -236,7 +238,29 @@ class SqlFileQueue:
         return claim.key
 
     def _advance_clock(self, conn: Connection[Any], delta: timedelta) -> None:
-        conn.execute(self.queries["advance_clock"], {"delta": delta})
+        self._run(conn, self.spec.queries["advance_clock"], delta=delta)
+
+    def _state(self, conn: Connection[Any], job_id: JobId) -> str:
+        row = self._row(conn, "state", id=job_id)
+        if row is None or len(row) != 1:
+            raise SqlFileError(
+                f"{self.path}: query 'state' gave no single value for job {job_id!r}; "
+                "return one row with the job's status"
+            )
+        if row[0] not in STATES:
+            raise SqlFileError(
+                f"{self.path}: query 'state' answered {row[0]!r} for job {job_id!r}; "
+                f"map the queue's statuses to {', '.join(STATES)}"
+            )
+        return str(row[0])
+
+    def _maintain(self, conn: Connection[Any]) -> None:
+        self._run(conn, self.spec.queries["maintain"])
+
+
+def _answer(cur: Cursor[Any]) -> _Answer:
+    columns = cur.description is not None
+    return _Answer(columns=columns, row=cur.fetchone() if columns else None, rowcount=cur.rowcount)
 
 
 def _owner(claim: Claim) -> dict[str, Any]:

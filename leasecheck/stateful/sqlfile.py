@@ -24,9 +24,20 @@ class Query:
 
 def load(path: Path) -> dict[str, Query]:
     """Return the named queries of `path`; raise ValueError on a malformed file."""
+    queries: dict[str, Query] = {}
+    for query in blocks(path):
+        if query.name in queries:
+            raise ValueError(f"{path}: query {query.name!r} is defined twice")
+        queries[query.name] = query
+    return queries
+
+
+def blocks(path: Path) -> list[Query]:
+    """Return every block of `path` in file order, a repeated name included (a caller
+    that gives repetition a meaning, such as install steps, checks names itself)."""
     source = path.read_text()
     parts = _HEADER.split(source)
-    queries: dict[str, Query] = {}
+    found: list[Query] = []
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
         lines = body.strip("\n").splitlines()
         if not lines or not lines[0].startswith("-- "):
@@ -34,7 +45,5 @@ def load(path: Path) -> dict[str, Query]:
         text = "\n".join(lines[1:]).strip().rstrip(";")
         if not text:
             raise ValueError(f"{path}: query {name!r} has no statement")
-        if name in queries:
-            raise ValueError(f"{path}: query {name!r} is defined twice")
-        queries[name] = Query(name=name, description=lines[0][3:].strip(), text=text)
-    return queries
+        found.append(Query(name=name, description=lines[0][3:].strip(), text=text))
+    return found
