@@ -114,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         if major != default:
             rundir = rundir / f"pg{major}"
         _run_major(chosen, args, install, default, rundir)
-    diffs = majors.write(args.out)
-    if diffs is not None:
-        print(f"{len(diffs)} verdicts differ between majors; wrote {args.out / majors.STEM}.md")
+    compared = majors.write(args.out)
+    if compared is not None:
+        line, diffs = compared
+        print(f"across majors: {line} Wrote {args.out / majors.STEM}.md")
         for d in diffs:
             verdicts = ", ".join(f"{m} {v}" for m, v in d["verdicts"].items())
             print(f"  differs: {d['implementation']} {d['property']}: {verdicts}")

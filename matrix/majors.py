@@ -72,6 +72,22 @@ def differences(found: list[Results]) -> list[dict[str, Any]]:
     return diffs
 
 
+def _counts(found: list[Results]) -> tuple[int, int]:
+    """Return how many shared cells were compared, and how many are an error on every major.
+
+    An error on every major is no agreement: such a cell compares nothing.
+    """
+    compared = errored = 0
+    for impl, props in _shared(found).items():
+        for prop in props:
+            seen = {r.verdicts[impl][prop] for r in found if prop in r.verdicts.get(impl, {})}
+            if seen == {"error"}:
+                errored += 1
+            else:
+                compared += 1
+    return compared, errored
+
+
 def _shared(found: list[Results]) -> dict[str, list[str]]:
     """Return the implementations run on at least two majors, with their properties, in order."""
     shared: dict[str, list[str]] = {}
@@ -84,26 +100,33 @@ def _shared(found: list[Results]) -> dict[str, list[str]]:
 
 def as_json(found: list[Results]) -> str:
     """Return the comparison as JSON."""
+    compared, errored = _counts(found)
     data = {
         "majors": [{"file": r.file, "postgres": r.postgres, "date": r.date} for r in found],
-        "compared": sum(len(p) for p in _shared(found).values()),
+        "compared": compared,
+        "errors_on_every_major": errored,
         "differences": differences(found),
     }
     return json.dumps(data, indent=1) + "\n"
+
+
+def summary(found: list[Results]) -> str:
+    """Return one sentence: how many cells differ, of how many compared."""
+    diffs = differences(found)
+    compared, errored = _counts(found)
+    line = f"{len(diffs)} of {compared} cells differ"
+    if errored:
+        line += f"; {errored} are an error on every major and compare nothing"
+    return line + "."
 
 
 def as_markdown(found: list[Results]) -> str:
     """Return the comparison as a Markdown page: one table, differing cells in bold."""
     shared = _shared(found)
     diffs = {(d["implementation"], d["property"]) for d in differences(found)}
-    compared = sum(len(p) for p in shared.values())
     lines = ["# Verdicts across PostgreSQL majors", ""]
     lines += [f"- PostgreSQL {r.postgres}: [{r.file}]({r.file}) ({r.date})" for r in found]
-    lines += [
-        "",
-        f"{len(diffs)} of {compared} cells differ"
-        + (": marked **differs**, with each major's verdict." if diffs else "."),
-    ]
+    lines += ["", summary(found)]
     if not shared:
         return "\n".join(lines) + "\n"
     impls = list(shared)
@@ -125,8 +148,8 @@ def as_markdown(found: list[Results]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(out: Path) -> list[dict[str, Any]] | None:
-    """Write the comparison beside the results in `out`; return the differences.
+def write(out: Path) -> tuple[str, list[dict[str, Any]]] | None:
+    """Write the comparison beside the results in `out`; return its summary and differences.
 
     Returns None (and writes nothing) when `out` holds fewer than two majors' results.
     """
@@ -135,4 +158,4 @@ def write(out: Path) -> list[dict[str, Any]] | None:
         return None
     (out / f"{STEM}.json").write_text(as_json(found))
     (out / f"{STEM}.md").write_text(as_markdown(found))
-    return differences(found)
+    return summary(found), differences(found)
