@@ -26,6 +26,7 @@ from leasecheck.stateful import actors, clock, contract
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import ALL, PropertyViolated
 from matrix import majors, report, runs, targets
+from tests import child
 
 OLDER = 15
 CACHE = Path(__file__).resolve().parent.parent / ".leasecheck"
@@ -208,3 +209,45 @@ def test_errors_on_every_major_compare_nothing(tmp_path: Path) -> None:
         f"0 of {n} cells differ; {n} are an error on every major and compare nothing.",
         [],
     )
+
+
+_VERSION_TEST = """
+import psycopg
+
+def test_version(leasecheck_database):
+    with psycopg.connect(leasecheck_database) as conn:
+        print("server_version", conn.execute("show server_version").fetchone()[0])
+"""
+
+
+def test_the_plugin_takes_the_older_major(
+    older_install: debian.Installation, tmp_path: Path
+) -> None:
+    """`--leasecheck-pg=embedded-15` gives a user's tests a PostgreSQL 15 of their own."""
+    (tmp_path / "test_version.py").write_text(_VERSION_TEST)
+    argv = child.command("test_version.py", "-s", "--leasecheck-pg=embedded-15", rootdir=tmp_path)
+    with child.scratch() as tmp:
+        bin_dir = str(older_install.bin_dir)
+        done = child.run(argv, tmp, cwd=tmp_path, **{debian.variable(OLDER): bin_dir})
+        assert child.processes_under(tmp) == [], "the session left its server running"
+    assert done.returncode == 0, done.output
+    assert done.lines[0].startswith(f"leasecheck: PostgreSQL {older_install.version} ("), (
+        done.output
+    )
+    assert ") (embedded at " in done.lines[0]
+    assert f"server_version {older_install.version} " in done.output
+
+
+def test_the_plugin_says_why_a_major_cannot_be_had(tmp_path: Path) -> None:
+    """An older major whose binaries are not there stops the run before any test, in one line."""
+    (tmp_path / "test_version.py").write_text(_VERSION_TEST)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    argv = child.command("test_version.py", "--leasecheck-pg=embedded-9", rootdir=tmp_path)
+    with child.scratch() as tmp:
+        done = child.run(argv, tmp, cwd=tmp_path, **{debian.variable(9): str(empty)})
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.output
+    assert done.lines == [
+        f"ERROR: leasecheck: the embedded PostgreSQL did not start: {empty} has no postgres, "
+        "initdb, pg_ctl: not a PostgreSQL bin/; or pass --leasecheck-pg-dsn for a server you run"
+    ]
