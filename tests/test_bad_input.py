@@ -137,7 +137,8 @@ def test_unknown_pg_value_stops_the_run_in_one_line(tmp_path: Path) -> None:
     """An unknown --leasecheck-pg lists the choices."""
     _one_line(
         _session(tmp_path, "--leasecheck-pg=podman"),
-        "unknown --leasecheck-pg value 'podman': use one of embedded, docker, dsn",
+        "unknown --leasecheck-pg value 'podman': use one of embedded, docker, dsn "
+        "(or embedded-N for PostgreSQL N, e.g. embedded-15)",
     )
 
 

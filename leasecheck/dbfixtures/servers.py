@@ -6,16 +6,20 @@ Each way returns a `Server` with a DSN and a `stop()`; every failure is a
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from leasecheck.dbfixtures import embedded, janitor
+from leasecheck.dbfixtures import debian, embedded, janitor
 
 SOURCES = ("embedded", "docker", "dsn")
+_MAJOR = re.compile(r"^embedded-(\d+)$")
+"""`embedded-15`: the embedded way with another major's binaries (`debian`)."""
 _USERINFO = re.compile(r"//[^/@\s]*@")
 
 
@@ -83,11 +87,20 @@ def from_dsn(dsn: str) -> Server:
     return probe(Server(dsn=dsn, source="dsn"))
 
 
-def from_embedded() -> Server:
-    """Start the embedded server and return it."""
+def cache_dir() -> Path:
+    """Return where another major's unpacked package is kept: $XDG_CACHE_HOME/leasecheck."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "leasecheck"
+
+
+def from_embedded(major: int | None = None) -> Server:
+    """Start the embedded server (of `major`, if another than the wheel's) and return it."""
     try:
-        emb = embedded.start()
-    except (embedded.EmbeddedServerError, OSError) as exc:
+        bin_dir = None
+        if major is not None and major != embedded.major(embedded.version()):
+            bin_dir = debian.binaries(major, cache_dir()).bin_dir
+        emb = embedded.start(bin_dir=bin_dir)
+    except (embedded.EmbeddedServerError, debian.PackageUnavailable, OSError) as exc:
         reason = " ".join(str(exc).split())
         raise ServerUnavailable(
             f"the embedded PostgreSQL did not start: {reason}; "
@@ -119,9 +132,11 @@ def from_docker(image: str) -> Server:
 
 def resolve(source: str, dsn: str | None, image: str) -> Server:
     """Return the server the options ask for."""
-    if source not in SOURCES:
+    major = _MAJOR.match(source)
+    if source not in SOURCES and major is None:
         raise ServerUnavailable(
-            f"unknown --leasecheck-pg value {source!r}: use one of {', '.join(SOURCES)}"
+            f"unknown --leasecheck-pg value {source!r}: use one of {', '.join(SOURCES)} "
+            "(or embedded-N for PostgreSQL N, e.g. embedded-15)"
         )
     if dsn or source == "dsn":
         if not dsn:
@@ -131,4 +146,4 @@ def resolve(source: str, dsn: str | None, image: str) -> Server:
         return from_dsn(dsn)
     if source == "docker":
         return from_docker(image)
-    return from_embedded()
+    return from_embedded(int(major.group(1)) if major else None)
