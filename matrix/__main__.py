@@ -1,7 +1,8 @@
 """`python -m matrix [--only NAME ...] [--out DIR]`: the release matrix, one command.
 
 Starts one embedded PostgreSQL (or uses `--pg-dsn` / $LEASECHECK_DSN) shared by every
-run; each run's pytest creates and drops its own database there.
+run; each run's pytest creates and drops its own database there, and so does each
+violated cell's witness script (`matrix.witness`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import psycopg
 
 from leasecheck.dbfixtures import embedded
-from matrix import envs, report, runs, targets
+from matrix import envs, report, runs, targets, witness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,7 +65,12 @@ def _one(
     if env.built:
         print(f"  built {env.python.parent.parent} in {time.monotonic() - started:.0f} s")
     verdicts = runs.judge(env.python, target, REPO, dsn, workdir, args.profile, args.timeout)
-    return report.Column(target, env, verdicts, time.monotonic() - started)
+    witnesses = witness.check_all(env.python, target, list(verdicts.violated), dsn)
+    return report.Column(target, env, verdicts, time.monotonic() - started, witnesses)
+
+
+def _kind(found: witness.Witness | None) -> str:
+    return "witnessed" if found and found.verdict == witness.WITNESSED else "model only"
 
 
 def _summary(column: report.Column) -> str:
@@ -73,7 +79,8 @@ def _summary(column: report.Column) -> str:
         return f"error: {v.error}"
     parts = [f"{len(v.holds)} hold"]
     if v.violated:
-        parts.append("violated: " + ", ".join(v.violated))
+        shown = [f"{p} ({_kind(column.witnesses.get(p))})" for p in v.violated]
+        parts.append("violated: " + ", ".join(shown))
     if v.not_applicable:
         parts.append("n/a: " + ", ".join(v.not_applicable))
     if v.error is not None:
@@ -110,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.monotonic() - started
     args.out.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(args.out / "counterexamples", ignore_errors=True)
+    shutil.rmtree(args.out / "witnesses", ignore_errors=True)
     files = [report.copy_counterexamples(c, args.out) for c in columns]
+    for c in columns:
+        witness.save(c.witnesses, c.target.name, args.out)
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "postgres": postgres,
@@ -118,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         "python": sys.version.split()[0],
         "seconds": seconds,
     }
-    (args.out / "conformance.json").write_text(report.as_json(columns, meta, files))
-    (args.out / "conformance.md").write_text(report.as_markdown(columns, meta, files))
+    (args.out / "conformance.json").write_text(report.as_json(columns, meta, files, args.out))
+    (args.out / "conformance.md").write_text(report.as_markdown(columns, meta, files, args.out))
     print(f"total {seconds:.1f} s; wrote {args.out / 'conformance.md'} and conformance.json")
     print(f"run directories: {rundir}")
     return 0
