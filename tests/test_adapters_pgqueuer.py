@@ -71,10 +71,15 @@ def _never(conn: psycopg.Connection[Any]) -> None:
     raise AssertionError("complete() ran the effect: pgqueuer's task body runs before, outside")
 
 
-def test_a_job_is_due_only_after_the_clock_moves(conn: psycopg.Connection[Any]) -> None:
-    """`execute_after < NOW()` is strict: on frozen simulated time a fresh job waits a tick."""
+def test_a_job_is_due_at_once_a_retry_once_the_clock_moves(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """An enqueued job is due on the same (frozen) instant; a zero-delay retry a tick later."""
     q = PgQueuerQueue()
     q.enqueue(conn, {})
+    claim = q.claim(conn, "a", LEASE)
+    assert claim is not None
+    assert q.fail(conn, claim, "boom")
     assert q.claim(conn, "a", LEASE) is None
     clock.advance(conn, TICK)
     assert q.claim(conn, "a", LEASE) is not None
