@@ -194,11 +194,14 @@ def test_failures_retry_until_max_attempts(conn: psycopg.Connection[Any]) -> Non
     """failures_allowed=3: three failing runs, then the job is failed and not fetched again."""
     q = ChancyQueue(failures_allowed=3)
     job = q.enqueue(conn, {})
+    tokens = set()
     for _ in range(3):
         claim = q.claim(conn, "a", LEASE)
         assert claim is not None
+        tokens.add(claim.token)
         assert q.fail(conn, claim, "boom")
         assert q.state(conn, job) in ("queued", "failed")
+    assert len(tokens) == 3  # same worker, same instant: still a fresh token per fetch
     assert _job(conn, job) == ("failed", 3, 3)
     assert q.state(conn, job) == "failed"
     assert q.claim(conn, "a", LEASE) is None

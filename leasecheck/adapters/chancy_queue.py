@@ -12,10 +12,10 @@ How chancy maps onto the contract (read from chancy's `worker.py`, `app.py`,
 - Fencing token: 0.26.0 has one, `claim_id`, a fresh uuid per claim (unordered). Every
   job update from the worker (`Worker.flush`) says `AND claim_id IS NOT DISTINCT FROM`
   the claim's, and Recovery sets it to NULL. 0.25.1 has none: updates match by `id`
-  alone. There the claim carries what the row says about this execution, `taken_by`
-  and `started_at` (fresh per fetch: a worker cannot re-fetch a job it just announced
-  for in the same instant, since Recovery needs it silent for `heartbeat_timeout`);
-  chancy checks neither.
+  alone. There the claim carries what the row says about this execution, `taken_by`,
+  `started_at` and `attempts` (fresh per fetch: a failure adds an attempt, and a
+  recovery needs the worker silent for `heartbeat_timeout`, so a re-fetch starts
+  later); chancy checks none of them.
 - Heartbeats: chancy's is per worker: `announce_worker` upserts the worker's row in
   `chancy_workers` with `last_seen = NOW()`, and Recovery leaves alone every running job
   whose `taken_by` worker was seen within `heartbeat_timeout`. So the announcement is
@@ -111,7 +111,7 @@ class _Raised(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Execution:
-    """A claim's token: its key (claim_id; before 0.26 taken_by@started_at) and the fetched job."""
+    """A claim's token: its key (claim_id; before 0.26 worker@started_at#attempts), the job."""
 
     key: str
     job: QueuedJob = dataclasses.field(compare=False, repr=False)
@@ -248,7 +248,9 @@ class ChancyQueue:
         if not jobs:
             return None
         job = jobs[0]
-        key = str(job.claim_id) if FENCED else f"{worker}@{job.started_at.isoformat()}"
+        key = (
+            str(job.claim_id) if FENCED else f"{worker}@{job.started_at.isoformat()}#{job.attempts}"
+        )
         return Claim(job_id=str(job.id), token=Execution(key, job), worker=worker)
 
     def maintain(self, conn: Connection[Any]) -> None:
