@@ -6,9 +6,12 @@ execution hangs. Time: this script rewrites pgqueuer's own `pgqueuer.heartbeat` 
 300 s into the past, as if A's heartbeats had stopped that long (it says so when it
 does); A's `Heartbeat` would next beat only after 60 s (`heartbeat_timeout / 2`), well
 after the script is done. Manager B starts, and its dequeue re-picks the stale job
-(pgqueuer's own re-pick clause). Then the script releases the executions in the order
-the property needs, and pgqueuer's managers log them (`JobStatusLogBuffer` ->
-`Queries.log_jobs`) as they do in production.
+(pgqueuer's own re-pick clause). Then the script plays the steps the property needs:
+it releases an execution to return or to raise (the entrypoint runs under pgqueuer's
+`DatabaseRetryEntrypointExecutor`, so a raise becomes `Queries.retry_job`), starts a
+third manager C, or lets B's heartbeat through (`Queries.update_heartbeat`, what
+pgqueuer's `Heartbeat` buffer sends). pgqueuer's managers log results
+(`JobStatusLogBuffer` -> `Queries.log_jobs`) as they do in production.
 
 Run with `python SCRIPT DSN` on an empty database (the matrix's witness runner makes
 one); nothing else runs on it.
@@ -18,10 +21,12 @@ import asyncio
 import sys
 from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import psycopg
-from pgqueuer import PsycopgDriver, Queries, QueueManager
+from pgqueuer import DatabaseRetryEntrypointExecutor, PsycopgDriver, Queries, QueueManager
+from pgqueuer.executors import EntrypointExecutorParameters
 from pgqueuer.models import Job
 from psycopg.rows import dict_row
 
@@ -32,7 +37,11 @@ POLL = timedelta(seconds=300)
 """dequeue_timeout: a manager polls again only when notified (an insert or a delete)."""
 DEADLINE = 30.0
 RELEASE: dict[int, asyncio.Event] = {}
+RAISE: set[int] = set()
 STARTED: list[str] = []
+Step = tuple[str, ...]
+"""("return", n) / ("raise", n): release execution n; ("start", "C"): a third manager;
+("beat", s): B silent s seconds, then its heartbeat through Queries.update_heartbeat."""
 
 
 def say(step: str) -> None:
@@ -49,6 +58,10 @@ async def until(what: str, ready: Callable[[], bool]) -> bool:
             return False
         await asyncio.sleep(0.05)
     return True
+
+
+def more_than(n: int) -> bool:
+    return len(STARTED) > n
 
 
 def row(dsn: str, job_id: int, names: dict[str, str]) -> dict[str, Any]:
@@ -86,28 +99,44 @@ def manager(conn: psycopg.AsyncConnection[Any], name: str) -> QueueManager:
         n = len(STARTED) + 1
         STARTED.append(name)
         await RELEASE.setdefault(n, asyncio.Event()).wait()
+        if n in RAISE:
+            raise RuntimeError(f"execution {n} failed")
 
-    qm.entrypoint(ENTRYPOINT)(body)
+    def retrying(parameters: EntrypointExecutorParameters) -> DatabaseRetryEntrypointExecutor:
+        return DatabaseRetryEntrypointExecutor(
+            parameters=parameters, max_attempts=2, initial_delay=timedelta(0)
+        )
+
+    qm.entrypoint(ENTRYPOINT, executor_factory=retrying)(body)
     return qm
 
 
-async def scenario(dsn: str, order: tuple[int, int]) -> dict[str, Any]:
-    """Replay the steps, releasing executions in `order`; return what the rows showed."""
+async def scenario(dsn: str, steps: list[Step]) -> dict[str, Any]:
+    """Replay the steps; return what the rows showed after each."""
     seen: dict[str, Any] = {}
-    conns = [await psycopg.AsyncConnection.connect(dsn, autocommit=True) for _ in range(3)]
-    admin, conn_a, conn_b = conns
+    conns = [await psycopg.AsyncConnection.connect(dsn, autocommit=True) for _ in range(4)]
+    admin, conn_a, conn_b, conn_c = conns
+    runs: list[asyncio.Task[None]] = []
+    managers: list[QueueManager] = []
+    names: dict[str, str] = {}
+
+    def start(conn: psycopg.AsyncConnection[Any], name: str) -> None:
+        qm = manager(conn, name)
+        names[str(qm.queue_manager_id)] = name
+        managers.append(qm)
+        runs.append(
+            asyncio.create_task(
+                qm.run(dequeue_timeout=POLL, batch_size=1, heartbeat_timeout=TIMEOUT)
+            )
+        )
+
     try:
         queries = Queries(PsycopgDriver(admin))
         await queries.install()
         (job_id,) = await queries.enqueue(ENTRYPOINT, b"{}")
-        names: dict[str, str] = {}
         say(f"enqueue job {job_id} -> {shown(row(dsn, job_id, names))}")
 
-        a = manager(conn_a, "A")
-        names[str(a.queue_manager_id)] = "A"
-        run_a = asyncio.create_task(
-            a.run(dequeue_timeout=POLL, batch_size=1, heartbeat_timeout=TIMEOUT)
-        )
+        start(conn_a, "A")
         if not await until("manager A to start the job", lambda: len(STARTED) >= 1):
             return seen
         say(f"manager A picked it; execution 1 hangs -> {shown(row(dsn, job_id, names))}")
@@ -120,35 +149,59 @@ async def scenario(dsn: str, order: tuple[int, int]) -> dict[str, Any]:
         rewound = shown(row(dsn, job_id, names))
         say(f"time: rewrote pgqueuer.heartbeat 300 s into the past -> {rewound}")
 
-        b = manager(conn_b, "B")
-        names[str(b.queue_manager_id)] = "B"
-        run_b = asyncio.create_task(
-            b.run(dequeue_timeout=POLL, batch_size=1, heartbeat_timeout=TIMEOUT)
-        )
+        start(conn_b, "B")
         if not await until("manager B to start the job", lambda: len(STARTED) >= 2):
             return seen
-        seen["b_started"] = STARTED[1]
         seen["repicked"] = row(dsn, job_id, names)
+        seen["repicked"]["by"] = STARTED[1]
         say(f"manager {STARTED[1]} re-picked it; execution 2 runs -> {shown(seen['repicked'])}")
 
-        for n in order:
-            who = STARTED[n - 1]
+        for step in steps:
+            if step[0] in ("return", "raise"):
+                n = int(step[1])
+                if step[0] == "raise":
+                    RAISE.add(n)
+                RELEASE.setdefault(n, asyncio.Event()).set()
+                await asyncio.sleep(1.0)  # the manager logs it through its buffer (0.1 s)
+                what = "returns" if step[0] == "return" else "raises (the executor retries)"
+                label = f"execution {n} (manager {STARTED[n - 1]}) {what}"
+            elif step[0] == "start":
+                started = len(STARTED)
+                start(conn_c, step[1])
+                await until(f"manager {step[1]} to start the job", partial(more_than, started))
+                label = f"manager {step[1]} starts" + (
+                    f"; execution {len(STARTED)} runs on {STARTED[-1]}"
+                    if len(STARTED) > started
+                    else "; it picked nothing"
+                )
+            else:
+                with psycopg.connect(dsn, autocommit=True) as conn:
+                    conn.execute(
+                        "update pgqueuer set heartbeat = heartbeat - make_interval(secs => %s)"
+                        " where id = %s",
+                        [int(step[1]), job_id],
+                    )
+                aged = shown(row(dsn, job_id, names))
+                say(f"time: rewrote pgqueuer.heartbeat {step[1]} s back -> {aged}")
+                await queries.update_heartbeat([job_id])
+                label = "B's heartbeat: Queries.update_heartbeat([job])"
+            seen[" ".join(step)] = row(dsn, job_id, names)
+            seen[" ".join(step)]["running"] = list(STARTED)
+            say(f"{label} -> {shown(seen[' '.join(step)])}")
+        for qm in managers:
+            qm.shutdown.set()
+        for n in range(1, len(STARTED) + 1):
             RELEASE.setdefault(n, asyncio.Event()).set()
-            await asyncio.sleep(1.0)  # the manager logs it through its buffer (0.1 s)
-            seen[f"after_{n}"] = row(dsn, job_id, names)
-            say(f"execution {n} (manager {who}) returns; then -> {shown(seen[f'after_{n}'])}")
-        a.shutdown.set()
-        b.shutdown.set()
-        await asyncio.wait_for(asyncio.gather(run_a, run_b), DEADLINE)
+        await asyncio.wait_for(asyncio.gather(*runs), DEADLINE)
     finally:
         for each in conns:
             await each.close()
     return seen
 
 
-def main(judge: Callable[[dict[str, Any]], tuple[bool, str]], order: tuple[int, int]) -> int:
+def main(judge: Callable[[dict[str, Any]], tuple[bool, str]], steps: list[Step]) -> int:
     """Run the scenario, print the verdict line, return the exit status."""
-    seen = asyncio.run(scenario(sys.argv[1], order))
+    seen = asyncio.run(scenario(sys.argv[1], steps))
     ok, sentence = judge(seen)
     print(("WITNESSED: " if ok else "NOT REPRODUCED: ") + sentence, flush=True)
     return 0 if ok else 1
