@@ -3,7 +3,8 @@
 Replays matrix/results/counterexamples/chancy-0.25.1/fencing.txt (worker w0 claims and
 goes silent past the lease, the sweeper's Recovery puts the job back, another worker
 fetches it, and w0's stale call is accepted on the job the other worker now holds)
-with chancy's own workers and Recovery (see `_stale_worker.py`; time: chancy's own
+with chancy's own workers and Recovery (see `_stale_worker.py`; the rule program
+`single-completion.program.json` beside it shows the same in 7 machine steps; time: chancy's own
 `chancy_workers.last_seen` is rewritten 60 s into the past). Here the new owner is
 still running when the stale completion arrives.
 

@@ -3,7 +3,8 @@
 Replays matrix/results/counterexamples/chancy-0.25.1/single-completion.txt (worker w0
 claims, goes silent past the lease, the sweeper's Recovery puts the job back, w1
 fetches and completes it, then w0's late completion is accepted as well) with chancy's
-own workers and Recovery (see `_stale_worker.py`; time: chancy's own
+own workers and Recovery (see `_stale_worker.py`; the rule program
+`single-completion.program.json` beside it shows the same in 7 machine steps; time: chancy's own
 `chancy_workers.last_seen` is rewritten 60 s into the past).
 
 Why a bug, not a design: chancy 0.25.1's worker writes every job update `WHERE id =
