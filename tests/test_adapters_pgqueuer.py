@@ -22,10 +22,10 @@ from leasecheck.stateful.properties import PropertyViolated
 
 LEASE = timedelta(seconds=30)
 TICK = timedelta(microseconds=1)
-GIVEN_UP = frozenset({"fencing", "exclusive-lease", "no-lost-jobs", "retry-cap"})
-"""What pgqueuer does not promise: no fencing token (so a stale worker's retry or
-completion lands on a job someone else holds, which breaks exclusivity and
-bookkeeping), and a retry cap that counts failures but not re-picks."""
+GIVEN_UP = frozenset({"fencing", "exclusive-lease", "owner-progress", "late-owner"})
+"""What pgqueuer does not promise: no fencing token, so a stale worker's retry or
+completion lands, by id, on a job someone else holds. That breaks exclusivity, and the
+owner it was taken from no longer holds the job (owner-progress, late-owner)."""
 BUDGET = settings(
     max_examples=100,
     stateful_step_count=30,

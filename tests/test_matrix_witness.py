@@ -151,3 +151,11 @@ def test_the_report_shows_both_kinds(leasecheck_server_dsn: str, tmp_path: Path)
     assert f"[output](witnesses/tiny/{PROP}.txt)" in page
     assert "violated (model only) [1]" in page
     assert "tiny: fencing: model only: NOT REPRODUCED: the stale call was refused" in page
+
+
+def test_the_command_says_what_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    """By hand: an unknown column or a cell without a script is a one-line usage error."""
+    assert witness.main(["no-such-column", PROP]) == 2
+    assert "no such implementation" in capsys.readouterr().err
+    assert witness.main(["reference", PROP]) == 2
+    assert "no witness script at" in capsys.readouterr().err
