@@ -1,10 +1,11 @@
 """`python -m matrix [--only NAME ...] [--pg MAJOR ...] [--out DIR]`: the release matrix.
 
 Starts one embedded PostgreSQL per major (or uses `--pg-dsn` / $LEASECHECK_DSN) shared
-by every run on it; each run's pytest creates and drops its own database there. The
-default major is the embedded wheel's; another comes from Debian's `postgresql-N`
-package, unpacked under `<cache>/pg/N/`. Its tables go to `OUT/pg<N>/`, and
-`OUT/conformance-majors.md` flags every verdict that differs between majors.
+by every run on it; each run's pytest creates and drops its own database there, and so
+does each violated cell's witness script (`matrix.witness`). The default major is the
+embedded wheel's; another comes from Debian's `postgresql-N` package, unpacked under
+`<cache>/pg/N/`. Its tables go to `OUT/pg<N>/`, and `OUT/conformance-majors.md` flags
+every verdict that differs between majors.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import psycopg
 
 from leasecheck.dbfixtures import debian, embedded
-from matrix import envs, majors, report, runs, targets
+from matrix import envs, majors, report, runs, targets, witness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -76,7 +77,12 @@ def _one(
     if env.built:
         print(f"  built {env.python.parent.parent} in {time.monotonic() - started:.0f} s")
     verdicts = runs.judge(env.python, target, REPO, dsn, workdir, args.profile, args.timeout)
-    return report.Column(target, env, verdicts, time.monotonic() - started)
+    witnesses = witness.check_all(env.python, target, list(verdicts.violated), dsn)
+    return report.Column(target, env, verdicts, time.monotonic() - started, witnesses)
+
+
+def _kind(found: witness.Witness | None) -> str:
+    return "witnessed" if found and found.verdict == witness.WITNESSED else "model only"
 
 
 def _summary(column: report.Column) -> str:
@@ -85,7 +91,8 @@ def _summary(column: report.Column) -> str:
         return f"error: {v.error}"
     parts = [f"{len(v.holds)} hold"]
     if v.violated:
-        parts.append("violated: " + ", ".join(v.violated))
+        shown = [f"{p} ({_kind(column.witnesses.get(p))})" for p in v.violated]
+        parts.append("violated: " + ", ".join(shown))
     if v.not_applicable:
         parts.append("n/a: " + ", ".join(v.not_applicable))
     if v.error is not None:
@@ -159,7 +166,10 @@ def _run_major(
     out = majors.results_dir(args.out, embedded.major(postgres), default)
     out.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out / "counterexamples", ignore_errors=True)
+    shutil.rmtree(out / "witnesses", ignore_errors=True)
     files = [report.copy_counterexamples(c, out) for c in columns]
+    for c in columns:
+        witness.save(c.witnesses, c.target.name, out)
     meta = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "postgres": postgres,
@@ -167,8 +177,8 @@ def _run_major(
         "python": sys.version.split()[0],
         "seconds": seconds,
     }
-    (out / "conformance.json").write_text(report.as_json(columns, meta, files))
-    (out / "conformance.md").write_text(report.as_markdown(columns, meta, files))
+    (out / "conformance.json").write_text(report.as_json(columns, meta, files, out))
+    (out / "conformance.md").write_text(report.as_markdown(columns, meta, files, out))
     print(f"total {seconds:.1f} s; wrote {out / 'conformance.md'} and conformance.json")
     print(f"run directories: {rundir}")
 

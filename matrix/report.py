@@ -1,8 +1,10 @@
 """Write the conformance table: property x implementation, as Markdown and as JSON.
 
 Cells: holds / violated (links to the counterexample's timeline, history and picture,
-copied under the output directory) / not applicable (reason) / error. Long reasons go
-to numbered notes under the table so the table stays readable.
+copied under the output directory), either "witnessed" (a script replayed it through
+the library's own API: links to the script and its output) or "model only" (no
+script, or it did not reproduce: the reason as a note) / not applicable (reason) /
+error. Long reasons go to numbered notes under the table so the table stays readable.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from leasecheck.stateful.properties import ALL, DESCRIPTIONS
 from matrix.envs import Env
 from matrix.runs import Verdicts
 from matrix.targets import Target
+from matrix.witness import MODEL_ONLY, WITNESSED, Witness
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class Column:
     env: Env | None
     verdicts: Verdicts
     seconds: float
+    witnesses: dict[str, Witness] = field(default_factory=dict)
 
 
 def copy_counterexamples(column: Column, out: Path) -> dict[str, list[str]]:
@@ -60,11 +65,24 @@ def _svg(history: Path) -> list[Path]:
     return [history.with_suffix(".svg")] if code == 0 else []
 
 
-def cell(column: Column, prop: str, files: dict[str, list[str]]) -> dict[str, Any]:
-    """Return one cell of the table as data."""
+def cell(
+    column: Column, prop: str, files: dict[str, list[str]], out: Path | None = None
+) -> dict[str, Any]:
+    """Return one cell of the table as data; paths are relative to the results directory."""
     v = column.verdicts
     if prop in v.violated:
-        return {"verdict": "violated", "files": files.get(prop, [])}
+        witness = column.witnesses.get(prop, Witness(MODEL_ONLY, "no witness was run"))
+        script = None
+        if witness.script is not None:
+            script = os.path.relpath(witness.script, out) if out else str(witness.script)
+        output = None
+        if witness.output is not None:
+            output = f"witnesses/{column.target.name}/{prop}.txt"
+        return {
+            "verdict": witness.verdict,
+            "files": files.get(prop, []),
+            "witness": {"script": script, "output": output, "note": witness.note},
+        }
     if prop in v.not_applicable:
         return {"verdict": "not applicable", "reason": v.not_applicable[prop]}
     if v.error is not None:
@@ -72,7 +90,12 @@ def cell(column: Column, prop: str, files: dict[str, list[str]]) -> dict[str, An
     return {"verdict": "holds"}
 
 
-def as_json(columns: list[Column], meta: dict[str, Any], files: list[dict[str, list[str]]]) -> str:
+def as_json(
+    columns: list[Column],
+    meta: dict[str, Any],
+    files: list[dict[str, list[str]]],
+    out: Path | None = None,
+) -> str:
     """Return the whole matrix as JSON."""
     data = {
         **meta,
@@ -89,7 +112,7 @@ def as_json(columns: list[Column], meta: dict[str, Any], files: list[dict[str, l
                 "runs": c.verdicts.runs,
                 "error": c.verdicts.error,
                 "not_exercised": c.verdicts.not_exercised,
-                "properties": {p: cell(c, p, f) for p in ALL},
+                "properties": {p: cell(c, p, f, out) for p in ALL},
             }
             for c, f in zip(columns, files, strict=True)
         ],
@@ -98,7 +121,10 @@ def as_json(columns: list[Column], meta: dict[str, Any], files: list[dict[str, l
 
 
 def as_markdown(
-    columns: list[Column], meta: dict[str, Any], files: list[dict[str, list[str]]]
+    columns: list[Column],
+    meta: dict[str, Any],
+    files: list[dict[str, list[str]]],
+    out: Path | None = None,
 ) -> str:
     """Return the matrix as a Markdown page: what was run, the table, the notes."""
     notes: list[str] = []
@@ -132,10 +158,19 @@ def as_markdown(
     for prop in ALL:
         row = []
         for c, f in zip(columns, files, strict=True):
-            data = cell(c, prop, f)
-            if data["verdict"] == "violated":
-                links = " ".join(f"[{Path(p).suffix[1:]}]({p})" for p in data["files"])
-                row.append(f"**violated** {links}")
+            data = cell(c, prop, f, out)
+            if data["verdict"] in (WITNESSED, MODEL_ONLY):
+                links = [f"[{Path(p).suffix[1:]}]({p})" for p in data["files"]]
+                w = data["witness"]
+                if w["script"]:
+                    links.append(f"witness: [py]({w['script']})")
+                if w["output"]:
+                    links.append(f"[output]({w['output']})")
+                if data["verdict"] == WITNESSED:
+                    row.append(" ".join(["**violated (witnessed)**", *links]))
+                else:
+                    why = note(f"{c.target.name}: {prop}: model only: {w['note']}")
+                    row.append(" ".join([f"violated (model only) {why}", *links]))
             elif data["verdict"] == "not applicable":
                 reason = data["reason"]
                 row.append(f"n/a {note(f'{c.target.name}: {prop}: {reason}')}")
@@ -157,7 +192,9 @@ def as_markdown(
     lines += [
         "",
         "holds: the machine passed with every violated property excused (`--leasecheck-excuse`); "
-        "violated: the counterexample's timeline (txt), history (json) and picture (svg); "
+        "violated: the counterexample's timeline (txt), history (json) and picture (svg), "
+        "**witnessed** when a script replayed it through the library's own API (py, and "
+        "its output), model only when none did (the note says why); "
         "n/a: ruled out by the implementation's declarations; error: the run did not get "
         "as far as judging (see the note).",
     ]

@@ -10,6 +10,8 @@ read as "holds".
 
 from __future__ import annotations
 
+import glob
+import json
 import os
 import signal
 import subprocess
@@ -117,13 +119,20 @@ def _read_junit(path: Path) -> tuple[str, list[str]]:
 
 
 def _violations(failures: Path) -> dict[str, list[Path]]:
-    """Return the properties the run left counterexample files for, with the files."""
+    """Return the properties the run left counterexample files for, with the files.
+
+    The property is read from each history (its `property` field), not from the file
+    name, which a queue name with dots in it can cut short.
+    """
     found: dict[str, list[Path]] = {}
-    for prop in ALL:
-        # Named QUEUE-PROPERTY-HASH; several shards may find several programs: the first.
-        programs = sorted(failures.glob(f"*-{prop}-????????.json"))
-        if programs:
-            found[prop] = sorted(programs[0].parent.glob(f"{programs[0].stem}.*"))
+    for history in sorted(failures.glob("*.json")):
+        try:
+            prop = json.loads(history.read_text()).get("property")
+        except (OSError, ValueError, AttributeError):
+            continue
+        # Several shards may find several programs: keep the first.
+        if prop in ALL and prop not in found:
+            found[prop] = sorted(history.parent.glob(f"{glob.escape(history.stem)}.*"))
     return found
 
 

@@ -1,4 +1,4 @@
-"""The chancy adapter against a real PostgreSQL: round trip, recovery, stale completions.
+"""The chancy adapter against a real PostgreSQL: round trip, recovery, stale claims, state.
 
 What a stale completion does depends on the release (0.26.0 added claim ids), and the
 tests say so per version.
@@ -43,19 +43,6 @@ def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
         yield c
 
 
-def _effect(conn: psycopg.Connection[Any]) -> None:
-    conn.execute(
-        "insert into leasecheck.effects (call_id, job, token, worker) "
-        "values ((select count(*) + 1 from leasecheck.effects), 'j', 't', 'w')"
-    )
-
-
-def _effects(conn: psycopg.Connection[Any]) -> int:
-    row = conn.execute("select count(*) from leasecheck.effects").fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 def _job(conn: psycopg.Connection[Any], job_id: object) -> tuple[str, int, int]:
     row = conn.execute(
         "select state, attempts, max_attempts from chancy_jobs where id = %s", [job_id]
@@ -64,26 +51,48 @@ def _job(conn: psycopg.Connection[Any], job_id: object) -> tuple[str, int, int]:
     return str(row[0]), int(row[1]), int(row[2])
 
 
-def _recovered_and_refetched(q: ChancyQueue, conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
-    """Worker a claims and goes silent past the lease; b's claim recovers and refetches."""
+def _never(conn: psycopg.Connection[Any]) -> None:
+    raise AssertionError("complete() ran the effect: chancy's task body runs before, outside")
+
+
+def _recovered(q: ChancyQueue, conn: psycopg.Connection[Any]) -> Any:
+    """Worker a claims and goes silent past the lease; the leader's Recovery sweeps."""
     q.enqueue(conn, {})
     stale = q.claim(conn, "a", LEASE)
+    assert stale is not None
     clock.advance(conn, LEASE + timedelta(seconds=1))
+    q.maintain(conn)
+    return stale
+
+
+def _recovered_and_refetched(q: ChancyQueue, conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
+    """As `_recovered`, then worker b fetches the job again."""
+    stale = _recovered(q, conn)
     owner = q.claim(conn, "b", LEASE)
-    assert stale is not None and owner is not None and owner.job_id == stale.job_id
+    assert owner is not None and owner.job_id == stale.job_id
     return stale, owner
 
 
 def test_round_trip_enqueue_claim_complete(conn: psycopg.Connection[Any]) -> None:
-    """A job is handed out once, completes with its effect, and is not handed out again."""
+    """A job is handed out once, completes, and is not handed out again; state follows."""
     q = ChancyQueue()
     job = q.enqueue(conn, {"n": 1})
+    assert q.state(conn, job) == "queued"
     claim = q.claim(conn, "a", LEASE)
     assert claim is not None and claim.job_id == job
+    assert q.state(conn, job) == "running"
     assert q.claim(conn, "b", LEASE) is None
-    assert q.complete(conn, claim, _effect)
-    assert _job(conn, job)[:2] == ("succeeded", 1) and _effects(conn) == 1
+    assert q.complete(conn, claim, _never)
+    assert _job(conn, job)[:2] == ("succeeded", 1)
+    assert q.state(conn, job) == "done"
     assert q.claim(conn, "b", LEASE) is None
+
+
+def test_declarations_follow_the_release() -> None:
+    """The task body runs outside the write; only claim-fenced releases revoke expired work."""
+    q = ChancyQueue()
+    assert q.transactional_effects is False and q.max_attempts is None
+    assert q.revokes_expired is (RELEASE >= (0, 26, 0))
 
 
 def test_jobs_come_out_in_push_order(conn: psycopg.Connection[Any]) -> None:
@@ -107,21 +116,47 @@ def test_a_heartbeating_worker_keeps_its_job(conn: psycopg.Connection[Any]) -> N
     for _ in range(6):
         clock.advance(conn, timedelta(seconds=10))
         assert q.heartbeat(conn, claim, LEASE)
+        q.maintain(conn)
     assert q.claim(conn, "b", LEASE) is None
+    assert q.state(conn, claim.job_id) == "running"
+
+
+def test_claim_does_not_recover_the_sweeper_does(conn: psycopg.Connection[Any]) -> None:
+    """Past the lease a fetch alone finds nothing; the leader's Recovery pass frees the job."""
+    q = ChancyQueue()
+    q.enqueue(conn, {})
+    stale = q.claim(conn, "a", LEASE)
+    assert stale is not None
+    clock.advance(conn, LEASE + timedelta(seconds=1))
+    assert q.claim(conn, "b", LEASE) is None
+    q.maintain(conn)
+    assert q.state(conn, stale.job_id) == "queued"
+    assert q.claim(conn, "b", LEASE) is not None
 
 
 def test_recovery_hands_the_job_on_and_raises_its_cap(conn: psycopg.Connection[Any]) -> None:
     """A silent worker's job is recovered to the next worker, with max_attempts + 1."""
-    stale, owner = _recovered_and_refetched(ChancyQueue(max_attempts=3), conn)
+    stale, owner = _recovered_and_refetched(ChancyQueue(failures_allowed=3), conn)
     assert _job(conn, owner.job_id) == ("running", 0, 4)
-    assert (owner.token == stale.token) is (RELEASE < (0, 26, 0))
+    assert owner.token != stale.token  # claim_id, or taken_by@started_at before 0.26
 
 
-def test_a_heartbeat_is_per_worker_not_per_job(conn: psycopg.Connection[Any]) -> None:
-    """The recovered worker's heartbeat is accepted: it names no job."""
+def test_a_recovered_claims_heartbeat_is_refused(conn: psycopg.Connection[Any]) -> None:
+    """The worker's announcement is accepted, but the row no longer shows its claim."""
     q = ChancyQueue()
-    stale, _ = _recovered_and_refetched(q, conn)
-    assert q.heartbeat(conn, stale, LEASE)
+    stale, owner = _recovered_and_refetched(q, conn)
+    assert not q.heartbeat(conn, stale, LEASE)
+    assert q.heartbeat(conn, owner, LEASE)
+
+
+def test_a_re_fetch_by_the_same_worker_is_a_new_claim(conn: psycopg.Connection[Any]) -> None:
+    """Recovered and fetched again by the same worker: only the new claim holds the job."""
+    q = ChancyQueue()
+    stale = _recovered(q, conn)
+    again = q.claim(conn, "a", LEASE)
+    assert again is not None and again.job_id == stale.job_id
+    assert not q.heartbeat(conn, stale, LEASE)
+    assert q.heartbeat(conn, again, LEASE)
 
 
 @pytest.mark.skipif(RELEASE < (0, 26, 0), reason="chancy < 0.26.0 has no claim ids")
@@ -129,38 +164,44 @@ def test_from_0_26_a_stale_completion_is_rejected(conn: psycopg.Connection[Any])
     """0.26.0 fences updates by claim_id: the recovered execution's late update is dropped."""
     q = ChancyQueue()
     stale, owner = _recovered_and_refetched(q, conn)
-    assert not q.complete(conn, stale, _effect)
+    assert not q.complete(conn, stale, _never)
     assert not q.fail(conn, stale, "late")
-    assert q.complete(conn, owner, _effect)
-    assert _effects(conn) == 1
+    assert q.state(conn, owner.job_id) == "running"
+    assert q.complete(conn, owner, _never)
+    assert q.state(conn, owner.job_id) == "done"
+
+
+@pytest.mark.skipif(RELEASE < (0, 26, 0), reason="chancy < 0.26.0 has no claim ids")
+def test_from_0_26_recovery_revokes_an_expired_claim(conn: psycopg.Connection[Any]) -> None:
+    """Recovered and fetched by nobody: the late completion is still discarded, by design."""
+    q = ChancyQueue()
+    stale = _recovered(q, conn)
+    assert not q.complete(conn, stale, _never)
+    assert q.state(conn, stale.job_id) == "queued"
 
 
 @pytest.mark.skipif(RELEASE >= (0, 26, 0), reason="from 0.26.0 updates are fenced (above)")
 def test_before_0_26_a_stale_completion_is_written(conn: psycopg.Connection[Any]) -> None:
-    """0.25.1 updates by id: both executions' completions are written, the job twice done."""
+    """0.25.1 updates by id: both executions' completions are written."""
     q = ChancyQueue()
     stale, owner = _recovered_and_refetched(q, conn)
-    assert q.complete(conn, stale, _effect)
-    assert q.complete(conn, owner, _effect)
-    assert _effects(conn) == 2
-
-
-def test_a_refused_completion_leaves_no_effect(conn: psycopg.Connection[Any]) -> None:
-    """A completion chancy does not write runs no effect (0.26.0 refuses; 0.25.1 writes)."""
-    q = ChancyQueue()
-    stale, _ = _recovered_and_refetched(q, conn)
-    accepted = q.complete(conn, stale, _effect)
-    assert accepted is (RELEASE < (0, 26, 0))
-    assert _effects(conn) == (1 if accepted else 0)
+    assert q.complete(conn, stale, _never)
+    assert q.state(conn, owner.job_id) == "done"
+    assert q.complete(conn, owner, _never)
 
 
 def test_failures_retry_until_max_attempts(conn: psycopg.Connection[Any]) -> None:
-    """max_attempts=3: three failing runs, then the job is failed and not fetched again."""
-    q = ChancyQueue(max_attempts=3)
+    """failures_allowed=3: three failing runs, then the job is failed and not fetched again."""
+    q = ChancyQueue(failures_allowed=3)
     job = q.enqueue(conn, {})
+    tokens = set()
     for _ in range(3):
         claim = q.claim(conn, "a", LEASE)
         assert claim is not None
+        tokens.add(claim.token)
         assert q.fail(conn, claim, "boom")
+        assert q.state(conn, job) in ("queued", "failed")
+    assert len(tokens) == 3  # same worker, same instant: still a fresh token per fetch
     assert _job(conn, job) == ("failed", 3, 3)
+    assert q.state(conn, job) == "failed"
     assert q.claim(conn, "a", LEASE) is None

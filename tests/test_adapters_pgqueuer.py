@@ -22,10 +22,10 @@ from leasecheck.stateful.properties import PropertyViolated
 
 LEASE = timedelta(seconds=30)
 TICK = timedelta(microseconds=1)
-GIVEN_UP = frozenset({"fencing", "exclusive-lease", "no-lost-jobs", "retry-cap"})
-"""What pgqueuer does not promise: no fencing token (so a stale worker's retry or
-completion lands on a job someone else holds, which breaks exclusivity and
-bookkeeping), and a retry cap that counts failures but not re-picks."""
+GIVEN_UP = frozenset({"fencing", "exclusive-lease", "owner-progress", "late-owner"})
+"""What pgqueuer does not promise: no fencing token, so a stale worker's retry or
+completion lands, by id, on a job someone else holds. That breaks exclusivity, and the
+owner it was taken from no longer holds the job (owner-progress, late-owner)."""
 BUDGET = settings(
     max_examples=100,
     stateful_step_count=30,
@@ -67,39 +67,45 @@ def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
         yield c
 
 
-def _effect(conn: psycopg.Connection[Any]) -> None:
-    conn.execute(
-        "insert into leasecheck.effects (call_id, job, token, worker) values (1, 'j', 't', 'w')"
-    )
+def _never(conn: psycopg.Connection[Any]) -> None:
+    raise AssertionError("complete() ran the effect: pgqueuer's task body runs before, outside")
 
 
-def _effects(conn: psycopg.Connection[Any]) -> int:
-    row = conn.execute("select count(*) from leasecheck.effects").fetchone()
-    assert row is not None
-    return int(row[0])
-
-
-def test_a_job_is_due_only_after_the_clock_moves(conn: psycopg.Connection[Any]) -> None:
-    """`execute_after < NOW()` is strict: on frozen simulated time a fresh job waits a tick."""
+def test_a_job_is_due_at_once_a_retry_once_the_clock_moves(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """An enqueued job is due on the same (frozen) instant; a zero-delay retry a tick later."""
     q = PgQueuerQueue()
     q.enqueue(conn, {})
+    claim = q.claim(conn, "a", LEASE)
+    assert claim is not None
+    assert q.fail(conn, claim, "boom")
     assert q.claim(conn, "a", LEASE) is None
     clock.advance(conn, TICK)
     assert q.claim(conn, "a", LEASE) is not None
 
 
 def test_round_trip_enqueue_claim_complete(conn: psycopg.Connection[Any]) -> None:
-    """A job is handed out once, completes with its effect, and is gone afterwards."""
+    """A job is handed out once, completes, and is gone afterwards; state follows it."""
     q = PgQueuerQueue()
     job = q.enqueue(conn, {"n": 1})
+    assert q.state(conn, job) == "queued"
     clock.advance(conn, TICK)
     claim = q.claim(conn, "a", LEASE)
     assert claim is not None and claim.job_id == job
+    assert q.state(conn, job) == "running"
     assert q.claim(conn, "b", LEASE) is None
-    assert q.complete(conn, claim, _effect)
-    assert _effects(conn) == 1
+    assert q.complete(conn, claim, _never)
+    assert q.state(conn, job) == "done"
     assert q.claim(conn, "b", LEASE) is None
     assert not q.heartbeat(conn, claim, LEASE)
+
+
+def test_declarations() -> None:
+    """The task body runs outside log_jobs; nothing revokes; no cap on picks is promised."""
+    q = PgQueuerQueue()
+    assert q.transactional_effects is False and q.revokes_expired is False
+    assert q.max_attempts is None and not hasattr(q, "maintain")
 
 
 def test_a_live_worker_keeps_its_job(conn: psycopg.Connection[Any]) -> None:
@@ -115,8 +121,8 @@ def test_a_live_worker_keeps_its_job(conn: psycopg.Connection[Any]) -> None:
     assert q.claim(conn, "b", LEASE) is None
 
 
-def test_a_stale_worker_is_neither_fenced_nor_refused(conn: psycopg.Connection[Any]) -> None:
-    """pgqueuer re-picks a silent job, but the old holder's heartbeat and completion still land."""
+def test_a_stale_worker_is_not_fenced(conn: psycopg.Connection[Any]) -> None:
+    """A silent job is re-picked; the old holder no longer holds it, yet its completion lands."""
     q = PgQueuerQueue()
     q.enqueue(conn, {})
     clock.advance(conn, TICK)
@@ -125,10 +131,11 @@ def test_a_stale_worker_is_neither_fenced_nor_refused(conn: psycopg.Connection[A
     owner = q.claim(conn, "b", LEASE)
     assert stale is not None and owner is not None and owner.job_id == stale.job_id
     assert owner.token != stale.token
-    assert q.heartbeat(conn, stale, LEASE)
-    assert q.complete(conn, stale, _effect)
-    assert not q.complete(conn, owner, _effect)
-    assert _effects(conn) == 1
+    assert not q.heartbeat(conn, stale, LEASE)
+    assert q.heartbeat(conn, owner, LEASE)
+    assert q.complete(conn, stale, _never)
+    assert q.state(conn, owner.job_id) == "done"
+    assert not q.complete(conn, owner, _never)
 
 
 def test_failures_retry_until_the_executor_gives_up(conn: psycopg.Connection[Any]) -> None:
@@ -142,7 +149,9 @@ def test_failures_retry_until_the_executor_gives_up(conn: psycopg.Connection[Any
         assert claim is not None
         attempts.append(claim.token[1])  # type: ignore[index]
         assert q.fail(conn, claim, "boom")
+        assert q.state(conn, claim.job_id) in ("queued", "failed")
     assert attempts == [0, 1, 2]
+    assert q.state(conn, claim.job_id) == "failed"
     clock.advance(conn, TICK)
     assert q.claim(conn, "a", LEASE) is None
 
@@ -159,7 +168,6 @@ def test_re_picks_do_not_count_against_the_retry_cap(conn: psycopg.Connection[An
         tokens.append(claim.token[1])  # type: ignore[index]
         clock.advance(conn, LEASE + TICK)
     assert tokens == [0, 0, 0, 0]
-    assert q.max_attempts == 3
 
 
 def test_the_machine_finds_what_pgqueuer_gives_up(pool: actors.Pool) -> None:
@@ -188,4 +196,21 @@ def test_a_late_worker_does_not_get_its_own_job_twice(conn: psycopg.Connection[A
     clock.advance(conn, LEASE + TICK)
     assert q.claim(conn, "a", LEASE) is None
     assert q.claim(conn, "b", LEASE) is None  # the re-pick refreshed the heartbeat
-    assert q.complete(conn, held, _effect)
+    assert q.complete(conn, held, _never)
+
+
+def test_a_job_picked_away_and_back_is_still_skipped(conn: psycopg.Connection[Any]) -> None:
+    """a's job goes to b and back: a still runs it (job_context), so a gets the next job."""
+    q = PgQueuerQueue()
+    first = q.enqueue(conn, {})
+    clock.advance(conn, TICK)
+    held = q.claim(conn, "a", LEASE)
+    assert held is not None and held.job_id == first
+    clock.advance(conn, LEASE + TICK)
+    assert q.claim(conn, "b", LEASE) is not None
+    clock.advance(conn, LEASE + TICK)
+    second = q.enqueue(conn, {})
+    clock.advance(conn, TICK)
+    again = q.claim(conn, "a", LEASE)
+    assert again is not None and again.job_id == second
+    assert q.heartbeat(conn, held, LEASE)  # the skipped re-pick left the row under a

@@ -1,55 +1,65 @@
 """chancy 0.25.1 / 0.26.0 through the contract: its own Worker, Recovery and executor code.
 
 How chancy maps onto the contract (read from chancy's `worker.py`, `app.py`,
-`executors/base.py`, `plugins/recovery.py` and `migrations/`):
+`executors/base.py`, `plugins/recovery.py` and `migrations/` at both pins):
 
 - Claim: `Worker.fetch_jobs` picks `pending`/`retrying` jobs with `attempts <
   max_attempts` and `scheduled_at <= NOW()`, `FOR UPDATE OF jobs SKIP LOCKED`, and sets
   them `running` with `taken_by` = the worker id and `started_at = NOW()`. From 0.26.0
-  it also sets `claim_id = gen_random_uuid()`.
+  it also sets `claim_id = gen_random_uuid()`. `claim()` announces the worker first
+  (`Worker.announce_worker`): a worker that fetches is a live process whose heartbeat
+  task (`_maintain_heartbeat`, which announces at start and every 30 s) runs beside it.
 - Fencing token: 0.26.0 has one, `claim_id`, a fresh uuid per claim (unordered). Every
   job update from the worker (`Worker.flush`) says `AND claim_id IS NOT DISTINCT FROM`
   the claim's, and Recovery sets it to NULL. 0.25.1 has none: updates match by `id`
-  alone. There the claim carries `attempts`, the nearest thing, which a recovered and
-  re-fetched job repeats (attempts grow only when a worker reports).
-- Heartbeats: per worker, not per job. `Worker.announce_worker` upserts the worker's row
-  in `chancy_workers` with `last_seen = NOW()` (and deletes rows whose `expires_at`
-  passed). It looks at no job, so it is accepted whenever it runs: `heartbeat()` is that
-  call for the claim's worker and answers True. `claim()` announces first: a live
-  worker's heartbeat task keeps it fresh, so a fetching worker is never stale.
-- When a lease runs out: the leader's `Recovery` plugin (every 60 s) puts back to
-  `pending` each `running` job whose `taken_by` worker has no `last_seen` within
-  `heartbeat_timeout` (the harness's lease), and adds 1 to its `max_attempts`.
-  `claim()` runs `Recovery.recover` before fetching, as the leader would (oftener).
+  alone. There the claim carries what the row says about this execution, `taken_by`,
+  `started_at` and `attempts` (fresh per fetch: a failure adds an attempt, and a
+  recovery needs the worker silent for `heartbeat_timeout`, so a re-fetch starts
+  later); chancy checks none of them.
+- Heartbeats: chancy's is per worker: `announce_worker` upserts the worker's row in
+  `chancy_workers` with `last_seen = NOW()`, and Recovery leaves alone every running job
+  whose `taken_by` worker was seen within `heartbeat_timeout`. So the announcement is
+  what keeps a job's lease; but it names no job and cannot refuse. `heartbeat()` makes
+  that call and then answers whether this claim still holds the job, from chancy's own
+  row: in 0.26.0 the row is `running` under this claim's `claim_id` (recovery clears
+  it; chancy tells the worker through its `job.recovered` event, on which
+  `Worker._handle_recovery` cancels exactly that execution); in 0.25.1, which has no
+  claim id and no such event, the row is `running`, `taken_by` this worker, with this
+  fetch's `started_at` (recovery clears both, a re-fetch sets a new `started_at`). An
+  adaptation: chancy never answers a heartbeat per job; the answer is read from its row.
+- When a lease runs out: the leader's `Recovery` plugin (every 60 s, a sweeper) puts
+  back to `pending` each `running` job whose `taken_by` worker has no `last_seen` within
+  `heartbeat_timeout`, and adds 1 to its `max_attempts`. That is `maintain()`, run by
+  the machine as an actor of its own; `heartbeat_timeout` is the constructor's (30 s, the
+  harness's lease; chancy's default is 90 s).
+- Revocation (`revokes_expired`): from 0.26.0, by design. `plugins/recovery.py` (the
+  class docstring): "Recovery invalidates the old execution's claim and requests
+  best-effort cancellation of that execution [...] Late updates from the old claim are
+  discarded even if it keeps running"; `Worker.flush`: "Updates from a claim
+  invalidated by recovery [...] are discarded". 0.25.1 recovers the row but writes a
+  late update by id, so it revokes nothing (False).
 - Completion: the executor's `on_job_completed` builds the new job row from the
   worker's in-memory `QueuedJob` (`succeeded`, attempts + 1; or `retrying`/`failed` at
   `attempts + 1 >= max_attempts`) and queues it; the worker writes it with `flush()`
   (0.26.0) or its `_maintain_updates` loop (0.25.1, run until the batch is written).
   An accepted update is the one chancy reports to `Plugin.on_job_updated` (0.26.0:
-  claim matched and row updated; 0.25.1: every update). The effect runs in the same
-  transaction as the update. (chancy batches updates once a second in a transaction of
-  their own: here it gets the more favourable reading.) The claim's token carries the
-  fetched `QueuedJob` (compared and shown by its key only), since the update writes
-  back what the worker holds, `max_attempts` included.
-- Retry cap: `max_attempts` on the job (default 1; 3 here); no Retry plugin, so a
-  failure is `retrying` and due at once. Recovery raises the cap by one per rescue, so
-  the cap does not bound recoveries.
+  claim matched and row updated; 0.25.1: every update). The task body runs before and
+  outside that write (`AsyncExecutor` awaits the function, then calls
+  `on_job_completed`), so `transactional_effects = False`: the machine runs the effect
+  as the task body and `complete()` only reports.
+- Retry cap: `max_attempts` on the job (default 1; 3 here) bounds the failures a worker
+  reports; no Retry plugin, so a failure is `retrying` and due at once. It does not bound
+  claims: Recovery deliberately raises it by one per rescue (its docstring: "increment
+  the `max_attempts` counter by 1 to allow it to be retried"). chancy promises no cap on
+  claims, so the adapter declares `max_attempts = None` (retry-cap is not judged) and
+  keeps the job's own cap of 3 (`failures_allowed`).
+- State (`state()`): chancy's `state` column: `pending`/`retrying` are queued,
+  `running` is running, `succeeded` is done, `failed` is failed.
 - Held transactions: none. Workers fetch, announce and flush on pool connections of
   their own, so `held_transactions = False`.
 - Time: every statement says `NOW()` (and Python timestamps such as `completed_at` are
   only written, never compared), so no `advance_clock` is needed. A job's default
   `scheduled_at` is the wall clock's now, before the simulated epoch: due at once.
-
-What the machine finds (`--leasecheck-profile ci`, each violated property excused in
-turn): 0.25.1 breaks fencing (a re-fetched job repeats its token: there is none),
-single-completion (the recovered execution's late completion is written as well as the
-new owner's), no-lost-jobs (its echo), exclusive-lease and retry-cap; 0.26.0 keeps
-single-completion, unique-effects and atomic-rejection but breaks retry-cap (recovery
-raises the cap), fencing (the per-worker heartbeat of a recovered claim is accepted),
-owner-progress (recovery ends an execution even when nobody fetched the job again;
-its late completion is then dropped), exclusive-lease (the worker is not told through
-its heartbeat, so it goes on believing it holds the job) and no-lost-jobs (a job the
-cap should have retired is fetched again after a recovery).
 
 chancy runs on an `AsyncConnectionPool` of its own; the adapter gives the `Chancy` app
 a pool that lends the harness's sync connection as an async one (`PinnedPool`), so the
@@ -78,7 +88,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from leasecheck.adapters._pinned import PinnedPool
-from leasecheck.stateful.contract import Claim, Effect
+from leasecheck.stateful.contract import DONE, FAILED, QUEUED, RUNNING, Claim, Effect, JobId
 from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("chancy.sql"))
@@ -101,7 +111,7 @@ class _Raised(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Execution:
-    """A claim's token: its key (claim_id, or attempts before 0.26) and the fetched job."""
+    """A claim's token: its key (claim_id; before 0.26 worker@started_at#attempts), the job."""
 
     key: str
     job: QueuedJob = dataclasses.field(compare=False, repr=False)
@@ -176,6 +186,16 @@ def _written(app: Chancy) -> list[QueuedJob]:
     return cast(_Updates, app.plugins[_Updates.get_identifier()]).written
 
 
+STATES = {
+    "pending": QUEUED,
+    "retrying": QUEUED,
+    "running": RUNNING,
+    "succeeded": DONE,
+    "failed": FAILED,
+}
+"""chancy's job states (`QueuedJob.State`) as the contract names them."""
+
+
 class ChancyQueue:
     """chancy's worker, recovery and executor protocol, one contract call at a time."""
 
@@ -183,10 +203,15 @@ class ChancyQueue:
     ordered_tokens = False
     heartbeats = True
     held_transactions = False
+    transactional_effects = False
+    revokes_expired = FENCED
+    max_attempts: int | None = None
 
-    def __init__(self, max_attempts: int = 3) -> None:
-        self.max_attempts: int | None = max_attempts
-        self._cap = max_attempts
+    def __init__(
+        self, failures_allowed: int = 3, heartbeat_timeout: timedelta = timedelta(seconds=30)
+    ) -> None:
+        self._cap = failures_allowed
+        self._timeout = heartbeat_timeout
 
     def install(self, conn: Connection[Any]) -> None:
         app = _app(conn)
@@ -212,21 +237,32 @@ class ChancyQueue:
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         app = _app(conn)
 
-        async def announce_recover_fetch() -> list[QueuedJob]:
+        async def announce_fetch() -> list[QueuedJob]:
             w = _worker(app, worker, lease)
             pinned = _pinned(app)
             await w.announce_worker(pinned)
-            async with pinned.cursor(row_factory=dict_row) as cursor:
-                await Recovery.recover(w, app, cursor)
             fetched: list[QueuedJob] = await w.fetch_jobs(QueueConfig(QUEUE), pinned, up_to=1)
             return fetched
 
-        jobs = _run(announce_recover_fetch())
+        jobs = _run(announce_fetch())
         if not jobs:
             return None
         job = jobs[0]
-        key = str(job.claim_id) if FENCED else str(job.attempts)
+        key = (
+            str(job.claim_id) if FENCED else f"{worker}@{job.started_at.isoformat()}#{job.attempts}"
+        )
         return Claim(job_id=str(job.id), token=Execution(key, job), worker=worker)
+
+    def maintain(self, conn: Connection[Any]) -> None:
+        """One pass of the leader's Recovery plugin, with the configured heartbeat timeout."""
+        app = _app(conn)
+
+        async def recover() -> None:
+            leader = _worker(app, "leasecheck-leader", self._timeout)
+            async with _pinned(app).cursor(row_factory=dict_row) as cursor:
+                await Recovery.recover(leader, app, cursor)
+
+        _run(recover())
 
     def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
         app = _app(conn)
@@ -235,7 +271,13 @@ class ChancyQueue:
             await _worker(app, claim.worker, lease).announce_worker(_pinned(app))
 
         _run(announce())
-        return True  # announce_worker cannot refuse: it upserts the worker's row
+        held = cast(Execution, claim.token).job
+        if FENCED:
+            query, params = QUERIES["holds_claim"].text, {"claim_id": held.claim_id}
+        else:
+            query = QUERIES["holds_execution"].text
+            params = {"worker": claim.worker, "started_at": held.started_at}
+        return conn.execute(query, {"id": held.id, **params}).fetchone() is not None
 
     def _report(self, conn: Connection[Any], claim: Claim, exc: BaseException | None) -> bool:
         """Run the executor's completion path and write it; return whether chancy wrote it."""
@@ -243,7 +285,7 @@ class ChancyQueue:
         held = cast(Execution, claim.token).job
 
         async def complete_and_write() -> None:
-            w = _worker(app, claim.worker, timedelta(seconds=30))
+            w = _worker(app, claim.worker, self._timeout)
             executor = AsyncExecutor(w, QueueConfig(QUEUE))
             await executor.on_job_completed(job=held, exc=exc)
             await _write(w)
@@ -252,14 +294,17 @@ class ChancyQueue:
         return any(str(job.id) == claim.job_id for job in _written(app))
 
     def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
-        with conn.transaction():
-            if not self._report(conn, claim, None):
-                return False
-            effect(conn)
-            return True
+        """Report success; the task body (the machine's effect) already ran, outside."""
+        return self._report(conn, claim, None)
 
     def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
         return self._report(conn, claim, _Raised(error))
+
+    def state(self, conn: Connection[Any], job_id: JobId) -> str:
+        row = conn.execute(QUERIES["state"].text, {"id": job_id}).fetchone()
+        if row is None:
+            raise LookupError(f"chancy has no job {job_id}")
+        return STATES[str(row[0])]
 
     def effect_key(self, claim: Claim) -> str:
         return f"chancy-job-{claim.job_id}"

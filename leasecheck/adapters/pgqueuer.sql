@@ -1,4 +1,42 @@
+-- name: install
+-- The adapter's stand-in for each queue manager's in-memory `job_context` (the jobs it
+-- is running): the adapter keeps no state between calls except in the database.
+create table leasecheck_pgqueuer_running (
+    queue_manager_id uuid not null,
+    job_id bigint not null,
+    primary key (queue_manager_id, job_id)
+)
+
+-- name: reset
+-- Forget what every queue manager was running, between examples.
+delete from leasecheck_pgqueuer_running
+
 -- name: running_here
--- The jobs a queue manager holds picked: what its in-memory job_context knows are
--- still running here (the adapter keeps no state between calls but the database).
-select id from pgqueuer where queue_manager_id = %(qm)s and status = 'picked'
+-- The jobs a queue manager's job_context holds.
+select job_id from leasecheck_pgqueuer_running where queue_manager_id = %(qm)s
+
+-- name: remember
+-- QueueManager.run: `self.job_context[job.id] = context` when it dispatches a job.
+insert into leasecheck_pgqueuer_running (queue_manager_id, job_id) values (%(qm)s, %(job)s)
+on conflict do nothing
+
+-- name: forget
+-- QueueManager.forget_job (the dispatch task ended) and the retry path's pop.
+delete from leasecheck_pgqueuer_running where queue_manager_id = %(qm)s and job_id = %(job)s
+
+-- name: state
+-- The job's status: its queue row while it has one, else the last final status logged
+-- for it (`log_jobs` deletes the row and logs successful/exception/canceled/deleted).
+select coalesce(
+    (select status::text from pgqueuer where id = %(id)s),
+    (
+        select status::text from pgqueuer_log
+        where job_id = %(id)s and status not in ('queued', 'picked')
+        order by id desc
+        limit 1
+    )
+)
+
+-- name: holds
+-- After a heartbeat: the row is still picked under this claim's queue manager.
+select 1 from pgqueuer where id = %(id)s and status = 'picked' and queue_manager_id = %(qm)s

@@ -13,34 +13,60 @@ How pgqueuer maps onto the contract (read from pgqueuer 1.6's `core/qm.py`,
   timestamps (`attempts` grows only on a requested retry). The claim carries
   `(queue_manager_id, attempts)`, what the row says about its holder, unordered.
   The worker's queue manager id is derived from its name (uuid5), so it stays the same
-  across calls without state in the adapter. When a dequeue re-picks a job the same
-  queue manager still runs (its own heartbeat was late), pgqueuer's `QueueManager.run`
-  skips it (`if job.id in self.job_context: continue`); `claim()` does the same, reading
-  "still running here" from the rows picked under its id (`adapters/pgqueuer.sql`).
+  across calls without state in the adapter (a crashed worker comes back under a new
+  name, as a restarted process gets a new `uuid4`).
+- The worker loop: when a dequeue re-picks a job this queue manager is still running
+  (its own heartbeat was late), `QueueManager.run` skips it (`if job.id in
+  self.job_context: continue`) and goes on with the rest of the batch. `claim()` does
+  the same: it keeps the queue manager's `job_context` in a table of its own
+  (`adapters/pgqueuer.sql`: added when a job is handed out, dropped when `complete` or
+  `fail` ends its dispatch, as `forget_job` and the retry path's `pop` do) and, after
+  skipping such a re-pick (whose heartbeat the dequeue refreshed), dequeues again, so it
+  never hands a worker a job it already runs.
 - Heartbeats: per job. The worker's `Heartbeat` task calls `Queries.update_heartbeat`
   (`UPDATE ... SET heartbeat = now() WHERE id = ANY(...)`) every `heartbeat_timeout / 2`.
-  It does not check who holds the job; it is accepted when it updated the row.
+  It does not check who holds the job, and the worker never reads its result (the
+  `HeartbeatBuffer` flushes it in the background). `heartbeat()` makes that call and
+  then answers whether this claim still holds the job, from pgqueuer's row: still
+  `picked` under this claim's queue manager (a re-pick by another worker replaces it).
+  An adaptation: pgqueuer never answers a heartbeat; the answer is read from its row.
 - Completion is not fenced: `Queries.log_jobs` deletes the job by id (and logs it),
   whoever holds it; the statement's own row count says whether it found the job, and
-  that is the acceptance. The effect runs in the same transaction (pgqueuer's worker
-  runs the job and then `log_jobs` from a buffer, in separate transactions; here it
-  gets the more favourable reading).
+  that is the acceptance. The task body runs before and outside it (`_dispatch` awaits
+  `executor.execute`, then hands the status to a `JobStatusLogBuffer` that calls
+  `log_jobs` later), so `transactional_effects = False`: the machine runs the effect as
+  the task body and `complete()` only logs.
+- Recovery: no sweeper. The dequeue statement itself re-picks stale `picked` jobs, so
+  there is no `maintain()`. Nothing ends an expired execution either: a re-pick changes
+  the holder but the old holder's `log_jobs` and `retry_job` still match by id, so
+  `revokes_expired` is False.
 - Retry cap: `DatabaseRetryEntrypointExecutor(max_attempts=N)` turns a failure into
   `retry_job` (back to `queued`, attempts + 1) while `job.attempts < N`, so a failing
   job runs at most N + 1 times; after that the failure is logged (`exception`: the job
-  row is deleted). `fail()` runs that executor on a handler that raises. A stale re-pick
-  does not count as an attempt, so the cap does not bound re-picks. `retry_job` updates
-  by id with no status check either. The retry delay is configured to zero
-  (`initial_delay`), as procrastinate's default, so a retried job is due on the next tick.
+  row is deleted). `fail()` runs that executor on a handler that raises. `retry_job`
+  updates by id with no status check either. The retry delay is configured to zero
+  (`initial_delay`), as procrastinate's default, so a retried job is due on the next
+  tick. The cap counts failures only (`core/executors.py`, the class docstring: "After
+  *max_attempts* consecutive failures the exception propagates as a terminal
+  failure"); a stale re-pick is not an attempt, and pgqueuer promises no bound on
+  picks, so the adapter declares `max_attempts = None` (retry-cap is not judged).
+- State (`state()`): the queue row's status while there is one (`queued`, `picked` =
+  running, `failed` = held for good); after `log_jobs` deleted it, the last final status
+  logged for the job (`successful` = done; `exception`, `canceled`, `deleted` = failed).
 - Held transactions: none. pgqueuer's drivers refuse a connection without autocommit
   ("required for proper operation of PgQueuer"): every call is its own transaction, so
   `held_transactions = False`.
 - Time: every statement says `NOW()` (and column defaults `now()`), which the harness
-  shadows, so no `advance_clock` is needed. `execute_after < NOW()` is strict and
-  `enqueue` sets `execute_after = NOW()`: on simulated time, which stands still between
-  steps, a job becomes claimable only once the clock has moved past its enqueue.
+  shadows, so no `advance_clock` is needed. The dequeue's `execute_after < NOW()` is
+  strict and `enqueue` sets `execute_after = NOW() + execute_after`. On a real clock time
+  always moves between an enqueue and the next dequeue; simulated time stands still
+  between steps, so `enqueue()` passes `execute_after = -1 us` (pgqueuer's own
+  parameter) and the job is due at once, as it would be for its users. (Retries keep
+  pgqueuer's `NOW() + delay`: due once the clock moves.)
 
-The adapter adds no SQL: it calls pgqueuer's `Queries` coroutines through a driver
+The adapter adds none of pgqueuer's protocol in SQL of its own (its SQL keeps
+`job_context`, reads `state()` and the heartbeat's answer): it calls pgqueuer's
+`Queries` coroutines through a driver
 that runs them on the harness's connection the way pgqueuer's own `SyncPsycopgDriver`
 does (raw `$n` placeholders, dict rows), and returns each statement's status line.
 """
@@ -63,13 +89,25 @@ from pgqueuer.queries import EntrypointExecutionParameter, Queries
 from psycopg import Connection, RawCursor
 from psycopg.rows import dict_row
 
-from leasecheck.stateful.contract import Claim, Effect
+from leasecheck.stateful.contract import DONE, FAILED, QUEUED, RUNNING, Claim, Effect, JobId
 from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("pgqueuer.sql"))
 ENTRYPOINT = "leasecheck"
 WORKERS = uuid.UUID("5f1d7c1e-58a4-4f7e-9a53-4c1f0b2f8a10")
 T = TypeVar("T")
+DUE_NOW = timedelta(microseconds=-1)
+"""`execute_after` for a job due at once on a clock that stands still (see the docstring)."""
+STATES = {
+    "queued": QUEUED,
+    "picked": RUNNING,
+    "failed": FAILED,
+    "successful": DONE,
+    "exception": FAILED,
+    "canceled": FAILED,
+    "deleted": FAILED,
+}
+"""pgqueuer's job statuses (`JOB_STATUS`), in its queue or its log, as the contract names them."""
 
 
 class _Driver:
@@ -130,64 +168,81 @@ class PgQueuerQueue:
     ordered_tokens = False
     heartbeats = True
     held_transactions = False
+    transactional_effects = False
+    revokes_expired = False
+    max_attempts: int | None = None
 
     def __init__(self, retries: int = 2) -> None:
         self.retries = retries
-        self.max_attempts: int | None = retries + 1
 
     def install(self, conn: Connection[Any]) -> None:
         queries, _ = _queries(conn)
         with conn.transaction():
             _run(queries.install())
+            conn.execute(QUERIES["install"].text)
 
     def reset(self, conn: Connection[Any]) -> None:
         queries, _ = _queries(conn)
         _run(queries.clear_queue())
         _run(queries.clear_queue_log())
         _run(queries.clear_statistics_log())
+        conn.execute(QUERIES["reset"].text)
 
     def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> int:
         queries, _ = _queries(conn)
-        ids = _run(queries.enqueue(ENTRYPOINT, json.dumps(payload).encode()))
+        payload_bytes = json.dumps(payload).encode()
+        ids = _run(queries.enqueue(ENTRYPOINT, payload_bytes, execute_after=DUE_NOW))
         return int(ids[0])
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         queries, _ = _queries(conn)
         qm = queue_manager_id(worker)
         running = {row[0] for row in conn.execute(QUERIES["running_here"].text, {"qm": qm})}
-        picked = _run(
-            queries.dequeue(
-                batch_size=1,
-                entrypoints={
-                    types.QueueEntrypoint(ENTRYPOINT): EntrypointExecutionParameter(
-                        concurrency_limit=0
-                    )
-                },
-                queue_manager_id=types.QueueManagerId(qm),
-                global_concurrency_limit=None,
-                heartbeat_timeout=lease,
+        # Each skipped re-pick refreshed that job's heartbeat, so the next dequeue
+        # cannot pick it again: at most one more dequeue per job running here.
+        for _ in range(len(running) + 1):
+            picked = _run(
+                queries.dequeue(
+                    batch_size=1,
+                    entrypoints={
+                        types.QueueEntrypoint(ENTRYPOINT): EntrypointExecutionParameter(
+                            concurrency_limit=0
+                        )
+                    },
+                    queue_manager_id=types.QueueManagerId(qm),
+                    global_concurrency_limit=None,
+                    heartbeat_timeout=lease,
+                )
             )
-        )
-        if not picked:
-            return None
-        job = picked[0]
-        if job.id in running:
-            return None
-        return Claim(job_id=int(job.id), token=(str(qm), job.attempts), worker=worker)
+            if not picked:
+                return None
+            job = picked[0]
+            if job.id in running:
+                continue
+            conn.execute(QUERIES["remember"].text, {"qm": qm, "job": job.id})
+            return Claim(job_id=int(job.id), token=(str(qm), job.attempts), worker=worker)
+        return None
+
+    def _forget(self, conn: Connection[Any], claim: Claim) -> None:
+        """The dispatch task ended: drop the job from its queue manager's job_context."""
+        qm, _ = cast(tuple[str, int], claim.token)
+        conn.execute(QUERIES["forget"].text, {"qm": qm, "job": claim.job_id})
 
     def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
-        queries, driver = _queries(conn)
+        queries, _ = _queries(conn)
         _run(queries.update_heartbeat([cast(Any, claim.job_id)]))
-        return _rows(driver.status) == 1
+        qm, _ = cast(tuple[str, int], claim.token)
+        return (
+            conn.execute(QUERIES["holds"].text, {"id": claim.job_id, "qm": qm}).fetchone()
+            is not None
+        )
 
     def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
+        """Log success; the task body (the machine's effect) already ran, outside."""
         queries, driver = _queries(conn)
-        with conn.transaction():
-            _run(queries.log_jobs([(_job(claim), "successful", None)]))
-            if _rows(driver.status) != 1:
-                return False
-            effect(conn)
-            return True
+        self._forget(conn, claim)
+        _run(queries.log_jobs([(_job(claim), "successful", None)]))
+        return _rows(driver.status) == 1
 
     def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
         job = _job(claim)
@@ -213,8 +268,15 @@ class PgQueuerQueue:
                 record = models.TracebackRecord.from_exception(exc=exc, job_id=job.id)
                 await queries.log_jobs([(job, "exception", record)])
 
+        self._forget(conn, claim)
         _run(run_and_report())
         return _rows(driver.status) == 1
+
+    def state(self, conn: Connection[Any], job_id: JobId) -> str:
+        row = conn.execute(QUERIES["state"].text, {"id": job_id}).fetchone()
+        if row is None or row[0] is None:
+            raise LookupError(f"pgqueuer has no job {job_id}, queued or logged")
+        return STATES[str(row[0])]
 
     def effect_key(self, claim: Claim) -> str:
         return f"pgqueuer-job-{claim.job_id}"

@@ -1,0 +1,207 @@
+"""The scenario the pgqueuer 1.6 witnesses replay, with pgqueuer's own queue managers.
+
+Two real `pgqueuer.QueueManager`s (each on a psycopg connection of its own, through
+pgqueuer's `PsycopgDriver`) run one entrypoint. Manager A picks the job and its
+execution hangs. Time: this script rewrites pgqueuer's own `pgqueuer.heartbeat` column
+300 s into the past, as if A's heartbeats had stopped that long (it says so when it
+does); A's `Heartbeat` would next beat only after 60 s (`heartbeat_timeout / 2`), well
+after the script is done. Manager B starts, and its dequeue re-picks the stale job
+(pgqueuer's own re-pick clause). Then the script plays the steps the property needs:
+it releases an execution to return or to raise (the entrypoint runs under pgqueuer's
+`DatabaseRetryEntrypointExecutor`, so a raise becomes `Queries.retry_job`), starts a
+third manager C, or lets B's heartbeat through (`Queries.update_heartbeat`, what
+pgqueuer's `Heartbeat` buffer sends). pgqueuer's managers log results
+(`JobStatusLogBuffer` -> `Queries.log_jobs`) as they do in production.
+
+Run with `python SCRIPT DSN` on an empty database (the matrix's witness runner makes
+one); nothing else runs on it.
+"""
+
+import asyncio
+import sys
+from collections.abc import Callable
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+import psycopg
+from pgqueuer import DatabaseRetryEntrypointExecutor, PsycopgDriver, Queries, QueueManager
+from pgqueuer.executors import EntrypointExecutorParameters
+from pgqueuer.models import Job
+from psycopg.rows import dict_row
+
+ENTRYPOINT = "witness"
+TIMEOUT = timedelta(seconds=120)
+"""heartbeat_timeout for both managers: beats every 60 s, a re-pick after 120 s of silence."""
+POLL = timedelta(seconds=300)
+"""dequeue_timeout: a manager polls again only when notified (an insert or a delete)."""
+DEADLINE = 30.0
+RELEASE: dict[int, asyncio.Event] = {}
+RAISE: set[int] = set()
+STARTED: list[str] = []
+Step = tuple[str, ...]
+"""("return", n) / ("raise", n): release execution n; ("start", "C"): a third manager;
+("beat", s): B silent s seconds, then its heartbeat through Queries.update_heartbeat."""
+
+
+def say(step: str) -> None:
+    print(step, flush=True)
+
+
+async def until(what: str, ready: Callable[[], bool]) -> bool:
+    """Wait (real time) until `ready()`; False after the deadline."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + DEADLINE
+    while not ready():
+        if loop.time() > end:
+            say(f"  (gave up after {DEADLINE:g} s waiting for {what})")
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+def more_than(n: int) -> bool:
+    return len(STARTED) > n
+
+
+def row(dsn: str, job_id: int, names: dict[str, str]) -> dict[str, Any]:
+    """The job's queue row (None once deleted) and its log's statuses; managers by name."""
+    with psycopg.connect(dsn, row_factory=dict_row) as conn:
+        queued = conn.execute(
+            "select status::text, queue_manager_id::text as qm,"
+            " round(extract(epoch from now() - heartbeat)) as silent_s"
+            " from pgqueuer where id = %s",
+            [job_id],
+        ).fetchone()
+        log = conn.execute(
+            "select status::text from pgqueuer_log where job_id = %s order by id", [job_id]
+        ).fetchall()
+    if queued is not None:
+        queued = {**queued, "qm": names.get(queued["qm"] or "", queued["qm"])}
+    return {"row": queued, "log": [r["status"] for r in log]}
+
+
+def shown(seen: dict[str, Any]) -> str:
+    queued = seen["row"]
+    where = "no queue row (deleted)"
+    if queued is not None:
+        where = (
+            f"status={queued['status']} queue_manager={queued['qm']} "
+            f"heartbeat {queued['silent_s']} s ago"
+        )
+    return f"{where}; log: {seen['log']}"
+
+
+def manager(conn: psycopg.AsyncConnection[Any], name: str) -> QueueManager:
+    qm = QueueManager(Queries(PsycopgDriver(conn)))
+
+    async def body(job: Job) -> None:
+        n = len(STARTED) + 1
+        STARTED.append(name)
+        await RELEASE.setdefault(n, asyncio.Event()).wait()
+        if n in RAISE:
+            raise RuntimeError(f"execution {n} failed")
+
+    def retrying(parameters: EntrypointExecutorParameters) -> DatabaseRetryEntrypointExecutor:
+        return DatabaseRetryEntrypointExecutor(
+            parameters=parameters, max_attempts=2, initial_delay=timedelta(0)
+        )
+
+    qm.entrypoint(ENTRYPOINT, executor_factory=retrying)(body)
+    return qm
+
+
+async def scenario(dsn: str, steps: list[Step]) -> dict[str, Any]:
+    """Replay the steps; return what the rows showed after each."""
+    seen: dict[str, Any] = {}
+    conns = [await psycopg.AsyncConnection.connect(dsn, autocommit=True) for _ in range(4)]
+    admin, conn_a, conn_b, conn_c = conns
+    runs: list[asyncio.Task[None]] = []
+    managers: list[QueueManager] = []
+    names: dict[str, str] = {}
+
+    def start(conn: psycopg.AsyncConnection[Any], name: str) -> None:
+        qm = manager(conn, name)
+        names[str(qm.queue_manager_id)] = name
+        managers.append(qm)
+        runs.append(
+            asyncio.create_task(
+                qm.run(dequeue_timeout=POLL, batch_size=1, heartbeat_timeout=TIMEOUT)
+            )
+        )
+
+    try:
+        queries = Queries(PsycopgDriver(admin))
+        await queries.install()
+        (job_id,) = await queries.enqueue(ENTRYPOINT, b"{}")
+        say(f"enqueue job {job_id} -> {shown(row(dsn, job_id, names))}")
+
+        start(conn_a, "A")
+        if not await until("manager A to start the job", lambda: len(STARTED) >= 1):
+            return seen
+        say(f"manager A picked it; execution 1 hangs -> {shown(row(dsn, job_id, names))}")
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "update pgqueuer set heartbeat = heartbeat - interval '300 seconds' where id = %s",
+                [job_id],
+            )
+        rewound = shown(row(dsn, job_id, names))
+        say(f"time: rewrote pgqueuer.heartbeat 300 s into the past -> {rewound}")
+
+        start(conn_b, "B")
+        if not await until("manager B to start the job", lambda: len(STARTED) >= 2):
+            return seen
+        seen["repicked"] = row(dsn, job_id, names)
+        seen["repicked"]["by"] = STARTED[1]
+        say(f"manager {STARTED[1]} re-picked it; execution 2 runs -> {shown(seen['repicked'])}")
+
+        for step in steps:
+            if step[0] in ("return", "raise"):
+                n = int(step[1])
+                if step[0] == "raise":
+                    RAISE.add(n)
+                RELEASE.setdefault(n, asyncio.Event()).set()
+                await asyncio.sleep(1.0)  # the manager logs it through its buffer (0.1 s)
+                what = "returns" if step[0] == "return" else "raises (the executor retries)"
+                label = f"execution {n} (manager {STARTED[n - 1]}) {what}"
+            elif step[0] == "start":
+                started = len(STARTED)
+                start(conn_c, step[1])
+                await until(f"manager {step[1]} to start the job", partial(more_than, started))
+                label = f"manager {step[1]} starts" + (
+                    f"; execution {len(STARTED)} runs on {STARTED[-1]}"
+                    if len(STARTED) > started
+                    else "; it picked nothing"
+                )
+            else:
+                with psycopg.connect(dsn, autocommit=True) as conn:
+                    conn.execute(
+                        "update pgqueuer set heartbeat = heartbeat - make_interval(secs => %s)"
+                        " where id = %s",
+                        [int(step[1]), job_id],
+                    )
+                aged = shown(row(dsn, job_id, names))
+                say(f"time: rewrote pgqueuer.heartbeat {step[1]} s back -> {aged}")
+                await queries.update_heartbeat([job_id])
+                label = "B's heartbeat: Queries.update_heartbeat([job])"
+            seen[" ".join(step)] = row(dsn, job_id, names)
+            seen[" ".join(step)]["running"] = list(STARTED)
+            say(f"{label} -> {shown(seen[' '.join(step)])}")
+        for qm in managers:
+            qm.shutdown.set()
+        for n in range(1, len(STARTED) + 1):
+            RELEASE.setdefault(n, asyncio.Event()).set()
+        await asyncio.wait_for(asyncio.gather(*runs), DEADLINE)
+    finally:
+        for each in conns:
+            await each.close()
+    return seen
+
+
+def main(judge: Callable[[dict[str, Any]], tuple[bool, str]], steps: list[Step]) -> int:
+    """Run the scenario, print the verdict line, return the exit status."""
+    seen = asyncio.run(scenario(sys.argv[1], steps))
+    ok, sentence = judge(seen)
+    print(("WITNESSED: " if ok else "NOT REPRODUCED: ") + sentence, flush=True)
+    return 0 if ok else 1
