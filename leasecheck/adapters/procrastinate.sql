@@ -24,3 +24,17 @@ insert into leasecheck_procrastinate_worker (name, worker_id) values (%(name)s, 
 -- name: worker_alive
 -- Whether procrastinate still has the worker's row (prune_stalled_workers deletes it).
 select 1 from procrastinate_workers where id = %(worker_id)s
+
+-- name: idle_workers
+-- Registered workers still in procrastinate_workers that hold no job in `doing`.
+select m.worker_id
+  from leasecheck_procrastinate_worker m
+  join procrastinate_workers w on w.id = m.worker_id
+ where not exists (
+       select 1 from procrastinate_jobs j where j.worker_id = m.worker_id and j.status = 'doing'
+ )
+ order by m.worker_id
+
+-- name: status
+-- A job's status as procrastinate records it.
+select status::text from procrastinate_jobs where id = %(job_id)s
