@@ -24,7 +24,10 @@ How procrastinate maps onto the contract (read from procrastinate 3.10's `manage
   refreshed: past 30 s a starting worker prunes it (`procrastinate_prune_stalled_workers_v1`,
   schema.sql:553-561), its heartbeats then update nothing (refused here), and its next
   `fetch_job` violates the foreign key to `procrastinate_workers`, as procrastinate's own
-  worker does (it never re-registers). A worker "starts" at its first claim.
+  worker does (it never re-registers). A worker "starts" at its first claim: the
+  machine's workers start lazily, so a start during another worker's 30 s standstill
+  comes oftener here than in a deployment, where workers start on a deploy, a
+  scale-up or a restart; it is reachable there all the same.
   `heartbeat()` is `JobManager.update_heartbeat` for the claim's worker; it is accepted
   while the worker's row exists, whichever job the caller asks about.
 - When a lease runs out: a job is stalled when its worker's heartbeat is older than
