@@ -49,10 +49,13 @@ How procrastinate maps onto the contract (read from procrastinate 3.10's `manage
   worker.py:165-189), each a statement of its own on a pool connection; no user code
   runs in that transaction. So `transactional_effects = False` and `complete()` never
   calls the effect: the machine runs it as the task body, before `complete`.
-- Retry cap: `RetryStrategy(max_attempts=N)` retries a failed task while
-  `job.attempts < N`, so a job runs at most N + 1 times when it fails; `fail()` asks
-  the strategy and then calls `retry_job` or `finish_job(failed)`, as the worker does.
-  Stall recovery calls `retry_job` unconditionally, so the cap does not bound stalls.
+- Retry cap: `RetryStrategy(max_attempts=N)` retries a task that raised while
+  `job.attempts < N` (retry.py:197), so a job that keeps failing runs at most N + 1
+  times; `fail()` asks the strategy and then calls `retry_job` or `finish_job(failed)`,
+  as the worker does. That cap is on failures, not on runs: the documented stalled-job
+  recipe calls `retry_job` unconditionally and invites users to add their own rules,
+  so procrastinate promises no bound on how often a job is fetched, and
+  `max_attempts = None` (retry-cap is not judged; the failure cap is tested).
 - Held transactions: none. procrastinate's worker runs each JobManager call on a pool
   connection of its own, committed at once; it never fetches, heartbeats or finishes
   inside a transaction its caller holds open, so `held_transactions = False` (held
@@ -168,7 +171,7 @@ class ProcrastinateQueue:
 
     def __init__(self, retries: int = 2) -> None:
         self.strategy = retry.RetryStrategy(max_attempts=retries)
-        self.max_attempts: int | None = retries + 1
+        self.max_attempts: int | None = None
 
     def install(self, conn: Connection[Any]) -> None:
         with conn.transaction():
