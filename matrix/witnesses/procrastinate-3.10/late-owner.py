@@ -1,9 +1,9 @@
 """late-owner, procrastinate 3.10: a worker that stood still while another worker started
 is pruned, and its heartbeats land nowhere once it runs again, though nobody took its job.
 
-Replays matrix/results/counterexamples/procrastinate-3.10/late-owner.txt: worker w4 holds
-job1 and stands still past the 30 s lease; another worker starts (it prunes stalled
-workers, as `Worker.run` does); w4 wakes and heartbeats: refused (procrastinate keeps no
+Replays matrix/results/counterexamples/procrastinate-3.10/late-owner.txt: worker w0 holds
+job1 and stands still past the 30 s lease; worker w1 starts (it prunes stalled
+workers, as `Worker.run` does); w0 wakes and heartbeats: refused (procrastinate keeps no
 row for it any more), while job1, which nobody else was granted, still shows `doing`.
 Steps and time: see `_story.py` (procrastinate's own JobManager calls; the silent
 worker's `last_heartbeat` is rewritten 31 s into the past).
@@ -35,28 +35,28 @@ async def main() -> int:
     await s.open()
     try:
         job_id = await s.defer()
-        await s.start("w4")
-        held = await s.fetch("w4")
-        if held is None or held.id != job_id:
-            return finish(False, "w4 did not fetch the job")
-        s.stand_still("w4", 31)
         await s.start("w0")
-        say("w4 wakes and its heartbeat loop runs")
-        await s.beat("w4")
-        await s.beat("w4")
-        gone = "no row" in s.worker_row("w4")
+        held = await s.fetch("w0")
+        if held is None or held.id != job_id:
+            return finish(False, "w0 did not fetch the job")
+        s.stand_still("w0", 31)
+        await s.start("w1")
+        say("w0 wakes and its heartbeat loop runs")
+        await s.beat("w0")
+        await s.beat("w0")
+        gone = "no row" in s.worker_row("w0")
         say(f"nobody else fetched job {job_id}: {s.job_row(job_id)}")
         stalled = list(await s.jm.get_stalled_jobs())
-        say(f"get_stalled_jobs() right after w4's heartbeats -> {[j.id for j in stalled]}")
+        say(f"get_stalled_jobs() right after w0's heartbeats -> {[j.id for j in stalled]}")
         await s.defer()
         try:
-            await s.fetch("w4")
+            await s.fetch("w0")
         except exceptions.ConnectorException as exc:
             cause = exc.__cause__
             kind = type(cause).__name__ if isinstance(cause, psycopg.Error) else "error"
-            say(f"worker w4: fetch_job -> raised {kind}: {str(cause).splitlines()[0]}")
+            say(f"worker w0: fetch_job -> raised {kind}: {str(cause).splitlines()[0]}")
         if not gone or job_id not in [j.id for j in stalled]:
-            return finish(False, "w4's heartbeat still landed, or its job is not stalled")
+            return finish(False, "w0's heartbeat still landed, or its job is not stalled")
         return finish(
             True,
             "a worker that stood still 31 s while another worker started was pruned: "
