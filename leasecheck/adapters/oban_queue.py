@@ -31,8 +31,13 @@ line numbers are those of the installed release):
   deliberately ends an execution that ran too long, whether its worker is alive or not,
   and the ack then matches only an `executing` row (0.6.7, ack_job.sql:11) of the same
   execution (0.7.0, ack_job.sql:11-12): a rescued execution's late ack matches nothing,
-  the job runs again. 0.6.3 acks by id in any state (ack_job.sql:10) and takes the late
-  ack, so nothing there is revoked and nothing is declared.
+  the job runs again. The README says as much: precise rescue is not the open-source
+  Lifeline's aim ("Switch to Pro for [...] accurate orphan rescue", README, Features),
+  and Oban for Elixir, whose Lifeline this ports, documents `rescue_after` as "the
+  maximum amount of time [...] that a job may execute before being rescued" and that
+  it "may transition jobs that are genuinely executing". 0.6.3 acks by id in any state
+  (ack_job.sql:10) and takes the late ack, so nothing there is revoked and nothing is
+  declared.
 - Retry cap: `max_attempts` counts fetches. The executor acks a failure as `retryable`
   while its own `job.attempt < max_attempts`, else `discarded` (`_executor.py`); rescue
   discards at the cap too. `fail()` runs oban's own `Executor` on a worker that raises,
