@@ -212,17 +212,27 @@ def test_after_recovery_a_late_failure_is_refused_and_a_late_success_taken(
     assert q.state(conn, job) == "done"
 
 
-def test_a_heartbeat_is_per_worker_not_per_job(conn: psycopg.Connection[Any]) -> None:
-    """A stalled worker that was not pruned still has its heartbeat accepted for a lost job."""
+def test_a_heartbeat_holds_only_the_execution_its_worker_still_runs(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """The heartbeat is per worker: it still lands for a stalled worker that was not
+    pruned, but holds nothing once the job was recovered and fetched by another."""
     q = ProcrastinateQueue()
     assert q.claim(conn, "b", LEASE) is None  # b starts before a's job exists
     q.enqueue(conn, {})
     stale = q.claim(conn, "a", LEASE)
     _stall(conn)
     q.maintain(conn)
+    assert stale is not None and not q.heartbeat(conn, stale, LEASE)  # recovered: todo
     owner = q.claim(conn, "b", LEASE)
-    assert stale is not None and owner is not None and owner.job_id == stale.job_id
-    assert q.heartbeat(conn, stale, LEASE)
+    assert owner is not None and owner.job_id == stale.job_id
+    assert not q.heartbeat(conn, stale, LEASE)  # b's now
+    assert q.heartbeat(conn, owner, LEASE)
+    row = conn.execute(
+        "select w.last_heartbeat = now() from procrastinate_workers w "
+        "join leasecheck_procrastinate_worker m on m.worker_id = w.id where m.name = 'a'"
+    ).fetchone()
+    assert row == (True,)  # a's heartbeat landed all the same
 
 
 def test_a_refused_completion_is_reported(conn: psycopg.Connection[Any]) -> None:

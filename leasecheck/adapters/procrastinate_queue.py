@@ -28,8 +28,13 @@ How procrastinate maps onto the contract (read from procrastinate 3.10's `manage
   machine's workers start lazily, so a start during another worker's 30 s standstill
   comes oftener here than in a deployment, where workers start on a deploy, a
   scale-up or a restart; it is reachable there all the same.
-  `heartbeat()` is `JobManager.update_heartbeat` for the claim's worker; it is accepted
-  while the worker's row exists, whichever job the caller asks about.
+  `heartbeat()` is `JobManager.update_heartbeat` for the claim's worker. procrastinate
+  returns nothing and never looks at a job: a worker's heartbeat keeps a job from being
+  stalled exactly while the job is `doing` under that worker (queries.sql:39-53). So
+  the adapter answers the contract's question, "does the claim still own the job and
+  did its lease move", from those terms: the worker's row exists and the job is still
+  `doing` under it with the attempts it was fetched with. A worker whose job was
+  recovered, or fetched by another, beats on; its beat just holds nothing.
 - When a lease runs out: a job is stalled when its worker's heartbeat is older than
   `seconds_since_heartbeat` (30 s, the harness's lease) or its worker row is gone
   (queries.sql:39-53). Nothing reclaims it by itself: the documented recipe is a
@@ -239,8 +244,8 @@ class ProcrastinateQueue:
             return False
         worker_id = int(row[0])
         _run(_manager(conn).update_heartbeat(worker_id))
-        alive = conn.execute(QUERIES["worker_alive"].text, {"worker_id": worker_id})
-        return alive.fetchone() is not None
+        params = {"worker_id": worker_id, "job_id": int(claim.job_id), "attempts": claim.token}
+        return conn.execute(QUERIES["holds"].text, params).fetchone() is not None
 
     def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
         """`finish_job(succeeded)`, as `_persist_job_status` calls it after the task ran.
