@@ -63,6 +63,14 @@ line numbers are those of the installed release):
 - Time: every query says `timezone('UTC', now())`, which the harness shadows; no
   `advance_clock` is needed.
 
+What the machine finds (`ci` profile, each violated property excused in turn,
+2026-12-01): 0.7.0 keeps every property it is judged on (late-owner is its declared
+design); 0.6.7 breaks fencing (a rescued execution's late failure is acked while the
+job's next execution runs); 0.6.3 breaks fencing, single-completion (two completions
+accepted), exclusive-lease and no-lost-jobs. Each has a witness under
+`matrix/witnesses/`, as have 0.6.7's exclusive-lease and owner-progress, which that
+budget did not reach, and 0.6.3's poisoned queue.
+
 oban's `Query` only accepts an `AsyncConnectionPool`; the adapter builds it around a
 pool that lends the harness's sync connection as an async one (`PinnedPool`), so the
 statements, arguments and transactions are oban's own, on the harness's connection.

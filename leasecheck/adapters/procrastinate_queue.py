@@ -72,6 +72,13 @@ How procrastinate maps onto the contract (read from procrastinate 3.10's `manage
   harness shadows, so no `advance_clock` is needed. `retry_job` defaults `retry_at`
   to the wall clock's now, which is before the simulated epoch: due at once, as meant.
 
+What the machine finds (`ci` profile, each violated property excused in turn,
+2026-12-01): late-owner (a worker that stood still while another started is pruned and
+beats into nothing) and fencing (a stale finish_job accepted while another worker runs
+the job). Each has a witness under `matrix/witnesses/procrastinate-3.10/`, as have
+exclusive-lease and owner-progress (a stale retry_job re-queues a job a live worker
+holds), which that budget did not reach.
+
 The adapter adds no SQL of its own to the queue's logic: it runs procrastinate's
 `JobManager` coroutines over a connector pinned to the harness's connection
 (procrastinate's own `SyncPsycopgConnector.*_with_connection` code), and keeps only a

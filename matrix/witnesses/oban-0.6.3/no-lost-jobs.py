@@ -1,15 +1,18 @@
 """no-lost-jobs, oban 0.6.3: a stale failure at the cap poisons the queue, and every job
 in it is lost.
 
-The matrix's no-lost-jobs counterexample (matrix/results/counterexamples/oban-0.6.3/
-no-lost-jobs.txt) ends with jobs the queue never hands out again; this script replays
-the path tests/test_adapters_oban.py::test_0_6_3_a_stale_failure_at_the_cap_poisons_the_queue
-pins down: producer w0 fetches a job (max_attempts 2) and runs past the lease; the
-Lifeline rescues it and w1 fetches its last attempt; w0's run raises and its ack
-`retryable` is taken; w1's node dies before acking. From then on every fetch of the
-queue raises, so neither that job nor any job behind it runs again. Steps and time: see
-`../_oban.py` (oban's own fetch, executor, ack, rescue, stager; the job's
-`attempted_at` is moved 31 s into the past).
+The matrix's first no-lost-jobs counterexamples for 0.6.3 (matrix/results/
+counterexamples/oban-0.6.3/no-lost-jobs.txt) end with a job the queue shows done but
+completed twice, or handed out again after its completion was accepted: the stale ack
+of the single-completion and fencing witnesses. This script shows the path that loses
+jobs outright, which tests/test_adapters_oban.py::
+test_0_6_3_a_stale_failure_at_the_cap_poisons_the_queue pins down through the adapter:
+producer w0 fetches a job (max_attempts 2) and runs past the lease; the Lifeline rescues
+it and w1 fetches its last attempt; w0's run raises and its ack `retryable` is taken;
+w1's node dies before acking. From then on every fetch of the queue raises, so neither
+that job nor any job behind it runs again. Steps and time: see `../_oban.py` (oban's own
+fetch, executor, ack, rescue, stager; the job's `attempted_at` is moved 31 s into the
+past).
 
 Why a bug, not a design: the executor decides `retryable` from the stale `Job` it holds
 (attempt 1 < max_attempts, oban/_executor.py:97-107) and 0.6.3's ack applies it by id
