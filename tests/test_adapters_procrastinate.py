@@ -19,14 +19,17 @@ from hypothesis.stateful import run_state_machine_as_test
 from leasecheck.adapters.procrastinate_queue import ProcrastinateQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import actors, clock
+from leasecheck.stateful.contract import capabilities
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 
 LEASE = timedelta(seconds=30)
-GIVEN_UP = frozenset({"fencing", "exclusive-lease", "owner-progress", "retry-cap"})
+GIVEN_UP = frozenset({"fencing", "exclusive-lease", "owner-progress", "late-owner"})
 """What procrastinate does not promise: no fencing token (so a stale worker's retry puts
-back a job someone else holds), stall recovery apart from the fetch, and a retry cap
-that counts failures but not stalls (see the adapter's docstring)."""
+back a job someone else holds), heartbeats per worker that a starting worker prunes
+(a worker that stood still 30 s beats into nothing afterwards, though nobody took its
+job); its retry cap counts failures, not fetches, so retry-cap is not judged (see the
+adapter's docstring)."""
 BUDGET = settings(
     max_examples=100,
     stateful_step_count=30,
@@ -70,16 +73,8 @@ def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
         yield c
 
 
-def _effect(conn: psycopg.Connection[Any]) -> None:
-    conn.execute(
-        "insert into leasecheck.effects (call_id, job, token, worker) values (1, 'j', 't', 'w')"
-    )
-
-
-def _effects(conn: psycopg.Connection[Any]) -> int:
-    row = conn.execute("select count(*) from leasecheck.effects").fetchone()
-    assert row is not None
-    return int(row[0])
+def _never(conn: psycopg.Connection[Any]) -> None:
+    raise AssertionError("complete() called the effect; procrastinate runs the task before")
 
 
 def _status(conn: psycopg.Connection[Any], job_id: object) -> str:
@@ -88,41 +83,100 @@ def _status(conn: psycopg.Connection[Any], job_id: object) -> str:
     return str(row[0])
 
 
+def _stall(conn: psycopg.Connection[Any]) -> None:
+    """Let the lease run out with no heartbeat from anyone."""
+    clock.advance(conn, LEASE + timedelta(seconds=1))
+
+
 def test_round_trip_enqueue_claim_complete(conn: psycopg.Connection[Any]) -> None:
-    """A job is handed out once, completes with its effect, and is not handed out again."""
+    """A job is handed out once, completes, and is not handed out again; its state follows."""
     q = ProcrastinateQueue()
     job = q.enqueue(conn, {"n": 1})
+    assert q.state(conn, job) == "queued"
     claim = q.claim(conn, "a", LEASE)
     assert claim is not None and claim.job_id == job and claim.token == 0
+    assert q.state(conn, job) == "running"
     assert q.claim(conn, "b", LEASE) is None
-    assert q.complete(conn, claim, _effect)
-    assert _status(conn, job) == "succeeded" and _effects(conn) == 1
+    assert q.complete(conn, claim, _never)
+    assert _status(conn, job) == "succeeded" and q.state(conn, job) == "done"
     assert q.claim(conn, "b", LEASE) is None
+
+
+def test_the_effect_runs_outside_the_completion() -> None:
+    """procrastinate records the outcome after the task ran: the machine runs the effect."""
+    q = ProcrastinateQueue()
+    assert capabilities(q).transactional_effects is False
+    assert capabilities(q).maintain is not None and capabilities(q).state is not None
+    assert capabilities(q).revokes_expired is False
 
 
 def test_a_live_worker_keeps_its_job(conn: psycopg.Connection[Any]) -> None:
-    """Heartbeats every 10 s keep a job from being taken back past the 30 s lease."""
+    """Heartbeats every 10 s keep a job from being recovered past the 30 s lease."""
     q = ProcrastinateQueue()
-    q.enqueue(conn, {})
+    job = q.enqueue(conn, {})
     claim = q.claim(conn, "a", LEASE)
     assert claim is not None
     for _ in range(6):
         clock.advance(conn, timedelta(seconds=10))
         assert q.heartbeat(conn, claim, LEASE)
+        q.maintain(conn)
+    assert q.state(conn, job) == "running"
     assert q.claim(conn, "b", LEASE) is None
+
+
+def test_claims_do_not_recover_stalled_jobs(conn: psycopg.Connection[Any]) -> None:
+    """Recovery is the periodic task's (maintain), never a side effect of fetching."""
+    q = ProcrastinateQueue()
+    job = q.enqueue(conn, {})
+    assert q.claim(conn, "a", LEASE) is not None
+    _stall(conn)
+    assert q.claim(conn, "b", LEASE) is None
+    assert q.state(conn, job) == "running"
 
 
 def test_a_silent_worker_loses_its_job_with_a_higher_attempt(
     conn: psycopg.Connection[Any],
 ) -> None:
-    """Past the lease without a heartbeat, stall recovery hands the job to the next worker."""
+    """Past the lease without a heartbeat, the sweep puts the job back for the next worker."""
     q = ProcrastinateQueue()
     job = q.enqueue(conn, {})
     first = q.claim(conn, "a", LEASE)
-    clock.advance(conn, LEASE + timedelta(seconds=1))
+    _stall(conn)
+    q.maintain(conn)
+    assert q.state(conn, job) == "queued"
     second = q.claim(conn, "b", LEASE)
     assert first is not None and second is not None
     assert second.job_id == job and second.token == 1
+
+
+def test_an_idle_worker_keeps_beating_and_is_not_pruned(conn: psycopg.Connection[Any]) -> None:
+    """A worker holding nothing still heartbeats (its loop runs idle): a starting worker
+    does not prune it, and its next fetch works."""
+    q = ProcrastinateQueue()
+    assert q.claim(conn, "a", LEASE) is None  # a starts, finds nothing
+    clock.advance(conn, timedelta(seconds=95))
+    assert q.claim(conn, "b", LEASE) is None  # b starts: prunes stalled workers
+    job = q.enqueue(conn, {})
+    claim = q.claim(conn, "a", LEASE)
+    assert claim is not None and claim.job_id == job
+
+
+def test_a_worker_silent_while_it_holds_a_job_is_pruned_and_cannot_fetch(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """What procrastinate does to a worker that stood still 30 s holding a job while another
+    started: its row is pruned, its heartbeat updates nothing, and fetch_job violates the
+    foreign key to procrastinate_workers (Worker never re-registers)."""
+    q = ProcrastinateQueue()
+    q.enqueue(conn, {})
+    stale = q.claim(conn, "a", LEASE)
+    assert stale is not None
+    _stall(conn)
+    assert q.claim(conn, "b", LEASE) is None  # b starts and prunes a
+    assert not q.heartbeat(conn, stale, LEASE)
+    q.enqueue(conn, {})
+    with pytest.raises(psycopg.errors.ForeignKeyViolation):
+        q.claim(conn, "a", LEASE)
 
 
 def test_a_stale_completion_is_accepted_and_the_owner_refused(
@@ -130,38 +184,66 @@ def test_a_stale_completion_is_accepted_and_the_owner_refused(
 ) -> None:
     """procrastinate does not fence: the paused worker's late finish wins over the new owner."""
     q = ProcrastinateQueue()
-    q.enqueue(conn, {})
+    job = q.enqueue(conn, {})
     stale = q.claim(conn, "a", LEASE)
-    clock.advance(conn, LEASE + timedelta(seconds=1))
+    _stall(conn)
+    q.maintain(conn)
     owner = q.claim(conn, "b", LEASE)
-    assert stale is not None and owner is not None
-    assert not q.heartbeat(conn, stale, LEASE)  # b, starting, pruned the silent worker a
-    assert q.complete(conn, stale, _effect)
-    assert not q.complete(conn, owner, _effect)
-    assert _effects(conn) == 1
+    assert stale is not None and owner is not None and owner.job_id == job
+    assert q.complete(conn, stale, _never)
+    assert not q.complete(conn, owner, _never)
+    assert q.state(conn, job) == "done"
 
 
-def test_a_heartbeat_is_per_worker_not_per_job(conn: psycopg.Connection[Any]) -> None:
-    """A stalled worker that was not pruned still has its heartbeat accepted for a lost job."""
+def test_after_recovery_a_late_failure_is_refused_and_a_late_success_taken(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """With nobody holding the recovered job, retry_job (needs doing or failed) refuses the
+    late owner's failure while finish_job (todo or doing) takes its success."""
+    q = ProcrastinateQueue()
+    job = q.enqueue(conn, {})
+    late = q.claim(conn, "a", LEASE)
+    assert late is not None
+    _stall(conn)
+    q.maintain(conn)
+    assert q.state(conn, job) == "queued"
+    assert not q.fail(conn, late, "boom")
+    assert q.complete(conn, late, _never)
+    assert q.state(conn, job) == "done"
+
+
+def test_a_heartbeat_holds_only_the_execution_its_worker_still_runs(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """The heartbeat is per worker: it still lands for a stalled worker that was not
+    pruned, but holds nothing once the job was recovered and fetched by another."""
     q = ProcrastinateQueue()
     assert q.claim(conn, "b", LEASE) is None  # b starts before a's job exists
     q.enqueue(conn, {})
     stale = q.claim(conn, "a", LEASE)
-    clock.advance(conn, LEASE + timedelta(seconds=1))
+    _stall(conn)
+    q.maintain(conn)
+    assert stale is not None and not q.heartbeat(conn, stale, LEASE)  # recovered: todo
     owner = q.claim(conn, "b", LEASE)
-    assert stale is not None and owner is not None and owner.job_id == stale.job_id
-    assert q.heartbeat(conn, stale, LEASE)
+    assert owner is not None and owner.job_id == stale.job_id
+    assert not q.heartbeat(conn, stale, LEASE)  # b's now
+    assert q.heartbeat(conn, owner, LEASE)
+    row = conn.execute(
+        "select w.last_heartbeat = now() from procrastinate_workers w "
+        "join leasecheck_procrastinate_worker m on m.worker_id = w.id where m.name = 'a'"
+    ).fetchone()
+    assert row == (True,)  # a's heartbeat landed all the same
 
 
-def test_a_refused_completion_leaves_no_effect(conn: psycopg.Connection[Any]) -> None:
-    """finish_job raises on a finished job, and the effect in its transaction rolls back."""
+def test_a_refused_completion_is_reported(conn: psycopg.Connection[Any]) -> None:
+    """finish_job raises on a finished job; complete() reports the refusal as False."""
     q = ProcrastinateQueue()
-    q.enqueue(conn, {})
+    job = q.enqueue(conn, {})
     claim = q.claim(conn, "a", LEASE)
     assert claim is not None
-    assert q.complete(conn, claim, lambda c: None)
-    assert not q.complete(conn, claim, _effect)
-    assert _effects(conn) == 0
+    assert q.complete(conn, claim, _never)
+    assert not q.complete(conn, claim, _never)
+    assert q.state(conn, job) == "done"
 
 
 def test_failures_retry_until_the_strategy_gives_up(conn: psycopg.Connection[Any]) -> None:
@@ -175,7 +257,7 @@ def test_failures_retry_until_the_strategy_gives_up(conn: psycopg.Connection[Any
         tokens.append(claim.token)
         assert q.fail(conn, claim, "boom")
     assert tokens == [0, 1, 2]
-    assert _status(conn, job) == "failed"
+    assert _status(conn, job) == "failed" and q.state(conn, job) == "failed"
     assert q.claim(conn, "a", LEASE) is None
 
 
@@ -188,9 +270,10 @@ def test_stall_recovery_is_not_capped(conn: psycopg.Connection[Any]) -> None:
         claim = q.claim(conn, worker, LEASE)
         assert claim is not None
         tokens.append(claim.token)
-        clock.advance(conn, LEASE + timedelta(seconds=1))
+        _stall(conn)
+        q.maintain(conn)
     assert tokens == [0, 1, 2, 3]
-    assert q.max_attempts == 3
+    assert q.max_attempts is None  # the strategy's cap bounds failures, not fetches
 
 
 def test_the_machine_finds_what_procrastinate_gives_up(pool: actors.Pool) -> None:
