@@ -71,13 +71,13 @@ def node_modules(package: str) -> Path:
 
 
 @functools.cache
-def produce(script: str, modules: Path) -> dict[str, Any]:
-    """Return what `script` prints for the package under `modules` (run once per process)."""
+def produce(script: str, modules: Path, *args: str) -> dict[str, Any]:
+    """Return what `script` prints for the package under `modules` (once per process and args)."""
     node = shutil.which("node")
     if node is None:
         raise NodeError("node not found on PATH: install Node.js (20 or later)")
     done = subprocess.run(
-        [node, str(SCRIPTS / script), str(modules)],
+        [node, str(SCRIPTS / script), str(modules), *args],
         capture_output=True,
         text=True,
         check=False,
