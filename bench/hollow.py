@@ -73,6 +73,10 @@ class Hollow(RuleBasedStateMachine):
     def cut(self, pick: int) -> None:
         pass
 
+    @rule(after=st.sampled_from(["now", "past-lease-end"]))
+    def sweep(self, after: str) -> None:
+        pass
+
     @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second"]))
     def time_passes(self, to: str) -> None:
         pass

@@ -19,8 +19,9 @@ import pytest
 from hypothesis import settings
 
 from leasecheck import shards
+from leasecheck.dbfixtures import janitor
 from leasecheck.dbfixtures import plugin as dbplugin
-from leasecheck.stateful import actors, clock, contract, profiles, properties
+from leasecheck.stateful import actors, clock, contract, probe, profiles, properties
 from leasecheck.stateful.machine import Harness
 
 SUITE = "leasecheck.suite"
@@ -234,6 +235,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     _act_on(config, facts)
     if facts["needs_server"]:
         dbplugin.start_server(config)
+        _probe_clock(config, facts)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -243,6 +245,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     _act_on(node.config, facts)
     if facts.get("needs_server"):
         dbplugin.share_server(node.config)
+        _probe_clock(node.config, facts)
 
 
 _said_key = pytest.StashKey[bool]()
@@ -256,6 +259,32 @@ def _act_on(config: pytest.Config, facts: dict[str, Any]) -> None:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(facts["queue"])
+
+
+_probed_key = pytest.StashKey[bool]()
+
+
+def _probe_clock(config: pytest.Config, facts: dict[str, Any]) -> None:
+    """Stop the run in one line if the queue under test does not follow simulated time.
+
+    Asked once per run, in a database of its own, before any test: otherwise every
+    shard would report the symptoms (jobs never handed out again) as violations.
+    """
+    if "queue" not in facts or config.stash.get(_probed_key, False):
+        return
+    config.stash[_probed_key] = True
+    queue = _load_queue(config)
+    server = dbplugin.start_server(config)
+    try:
+        with janitor.temporary(server.dsn, "clock_probe") as dsn:
+            clock.prepare(dsn, queue)
+            with clock.connect(dsn) as conn:
+                problem = probe.clock_problem(queue, conn)
+    except Exception as exc:  # the queue's install or calls, or the server: one line
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        problem = f"leasecheck: {queue.name} could not be installed and probed: {detail}"
+    if problem is not None:
+        dbplugin.stop(config, problem)
 
 
 # -------------------------------------------------------------------------- fixtures

@@ -21,4 +21,6 @@ ALL = {
     "fail-gives-up": "mutants.fail_gives_up:FailGivesUp",
     "reaper-by-id": "mutants.reaper_by_id:ReaperById",
     "lifeline-by-age": "mutants.lifeline_by_age:LifelineByAge",
+    "limbo-at-cap": "mutants.limbo_at_cap:LimboAtCap",
+    "stale-release": "mutants.stale_release:StaleRelease",
 }

@@ -4,7 +4,8 @@ Source: Oban's Lifeline plugin before producer-aware rescue (`rescue_after`: any
 executing job attempted longer ago than that is rescued). A slow, live worker that
 heartbeats faithfully loses its job anyway once the job runs longer than a lease, and
 a second worker runs it while the first still holds an extended lease.
-Caught by: exclusive-lease (or fencing / owner-progress, by the call that shows it first).
+Caught by: exclusive-lease (or fencing / owner-progress / late-owner, by the call that
+shows it first).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from mutants._base import sql
 
 class LifelineByAge(ReferenceQueue):
     name = "lifeline-by-age"
-    expected = ("exclusive-lease", "fencing", "owner-progress")
+    expected = ("exclusive-lease", "fencing", "owner-progress", "late-owner")
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         conn.execute(sql("lifeline_rescue"), {"lease": check_lease(lease)})

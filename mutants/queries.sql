@@ -92,3 +92,25 @@ update jobs
 update jobs
    set status = 'queued', locked_by = null, lease_until = null
  where status = 'running' and claimed_at < now() - %(lease)s and attempt < max_attempts
+
+-- name: claim_without_giving_up
+-- limbo-at-cap: the reference claim without its first step, so a job whose lease ran out
+-- on its last attempt is neither handed out nor failed: it stays running forever.
+update jobs
+   set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
+       lease_until = now() + %(lease)s, claimed_at = now()
+  from (select id from jobs
+         where status = 'queued'
+            or (status = 'running' and lease_until < now() and attempt < max_attempts)
+         order by id
+         limit 1
+         for update skip locked) as next
+ where jobs.id = next.id
+returning jobs.id, jobs.attempt
+
+-- name: release_by_id
+-- stale-release: "make it visible again" by id, before the fenced failure report; a
+-- stale worker's release ends the lease of whoever holds the job now.
+update jobs
+   set lease_until = now() - interval '1 second'  -- visible at once
+ where id = %(id)s and status = 'running'

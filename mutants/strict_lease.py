@@ -2,7 +2,7 @@
 
 Source: "double-check the lease before accepting work". Safe, but a slow owner that
 nobody replaced loses finished work: the job is retried and the effect runs again.
-Caught by: owner-progress.
+Caught by: late-owner.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from mutants._base import sql
 
 class StrictLease(ReferenceQueue):
     name = "strict-lease"
-    expected = ("owner-progress",)
+    expected = ("late-owner",)
 
     def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
         with conn.transaction():

@@ -88,14 +88,20 @@ def program(error: BaseException) -> list[str]:
 
 def _river_1302(machine: LeaseMachine) -> None:
     """The River #1302 race as rule calls: the owner's late completion commits while a
-    reaper that selected the expired job waits on its row lock."""
+    reaper (the queue's own recovery sweep) that selected the expired job waits on its
+    row lock."""
     steps: list[Callable[[], object]] = [
         lambda: machine.start(workers=2),
         lambda: machine.claim(how=Take(worker=0, held=False)),
         lambda: machine.asleep(how=Stall(worker=0, alone=True, then="nothing")),
         lambda: machine.open_transaction(pick=0),
         lambda: machine.complete(pick=0),
-        lambda: machine.claim(how=Take(worker=1, held=False)),  # the reaper blocks here
+        # the reaper blocks here (a queue without one: another worker's claim instead)
+        lambda: (
+            machine.sweep(after="now")
+            if machine.caps.maintain
+            else machine.claim(how=Take(worker=1, held=False))
+        ),
         lambda: machine.close_transaction(pick=0, commit=True),
     ]
     try:

@@ -58,6 +58,10 @@ update jobs
  where id = %(id)s and attempt = %(attempt)s and status = 'running'
 returning id
 
+-- name: state
+-- The job's status as the table shows it: queued, running, done or failed.
+select status from jobs where id = %(id)s
+
 -- name: send_receipt
 -- Record one receipt; a repeated idempotency key is dropped, as a payment API would.
 insert into receipts (job_id, worker, attempt, idempotency_key)

@@ -122,6 +122,12 @@ class ReferenceQueue:
     def effect_key(self, claim: Claim) -> str:
         return f"job-{claim.job_id}"
 
+    def state(self, conn: Connection[Any], job_id: int) -> str:
+        row = conn.execute(_sql("state"), {"id": job_id}).fetchone()
+        if row is None:
+            raise BadInput(f"no job {job_id}: pass an id that enqueue returned")
+        return str(row[0])
+
     # The story's worker modes need a little more than the contract.
 
     def complete_unfenced(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:

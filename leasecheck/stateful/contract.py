@@ -109,6 +109,11 @@ class Capabilities:
       records the completion. A library whose task body runs before and outside its
       completion declares False: the machine then runs the effect as the task body,
       before `complete`, and passes a no-op effect.
+    - `held_calls`: which of `CALLS` may run inside a transaction the harness holds
+      open (all of them when `held_transactions`, none otherwise, unless the queue
+      names them as `held_calls`).
+    - `one_claim_per_worker`: a worker of the queue runs one job at a time; the
+      machine never gives a worker a second job while it holds one.
     """
 
     ordered_tokens: bool
@@ -119,19 +124,36 @@ class Capabilities:
     maintain: Callable[[Connection[Any]], None] | None = None
     revokes_expired: bool = False
     transactional_effects: bool = True
+    held_calls: frozenset[str] = frozenset()
+    one_claim_per_worker: bool = False
+
+
+CALLS = ("claim", "heartbeat", "complete", "fail")
+"""The calls a worker makes on a job, as `held_calls` names them."""
 
 
 def capabilities(queue: Queue) -> Capabilities:
     """Return what `queue` declares, with the defaults for what it leaves out."""
+    held = bool(getattr(queue, "held_transactions", True))
+    named = getattr(queue, "held_calls", None)
+    held_calls = frozenset(CALLS if held else ()) if named is None else frozenset(named)
+    unknown = sorted(held_calls - set(CALLS))
+    if unknown:
+        raise ContractError(
+            f"{queue.name}: held_calls names {', '.join(unknown)}; "
+            f"name only calls among {', '.join(CALLS)}"
+        )
     return Capabilities(
         ordered_tokens=bool(getattr(queue, "ordered_tokens", False)),
-        held_transactions=bool(getattr(queue, "held_transactions", True)),
+        held_transactions=bool(held_calls),
         heartbeats=bool(getattr(queue, "heartbeats", True)),
         advance_clock=getattr(queue, "advance_clock", None),
         state=getattr(queue, "state", None),
         maintain=getattr(queue, "maintain", None),
         revokes_expired=bool(getattr(queue, "revokes_expired", False)),
         transactional_effects=bool(getattr(queue, "transactional_effects", True)),
+        held_calls=held_calls,
+        one_claim_per_worker=bool(getattr(queue, "one_claim_per_worker", False)),
     )
 
 
@@ -145,6 +167,28 @@ def not_checked(queue: Queue) -> list[str]:
         gaps.append(
             f"heartbeats: {queue.name} has none; the heartbeat half of fencing "
             "and owner-progress is not exercised"
+        )
+    if caps.state is None:
+        gaps.append(
+            f"no-lost-jobs: {queue.name} has no state(); whether each job ends done or "
+            "failed is not observed, and a late owner refused at the cap is not judged"
+        )
+    if caps.revokes_expired:
+        gaps.append(
+            f"late-owner: {queue.name} declares revokes_expired; a late owner refused "
+            "after its recovery is its design, said in the story but not judged"
+        )
+    if not caps.transactional_effects:
+        gaps.append(
+            f"atomic-rejection: {queue.name} runs the task's effect outside its completion; "
+            "a rejected completion cannot take the effect back, and single-completion is "
+            "judged from the completions it accepted"
+        )
+    if caps.held_transactions and caps.held_calls != frozenset(CALLS):
+        outside = ", ".join(c for c in CALLS if c not in caps.held_calls)
+        gaps.append(
+            f"held-transactions: {queue.name} runs {outside} only outside a transaction the "
+            "harness holds open; races of those calls inside one are not explored"
         )
     if not caps.held_transactions:
         gaps.append(

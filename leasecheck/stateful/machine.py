@@ -28,7 +28,17 @@ from psycopg import Connection
 
 from leasecheck.stateful import actors, clock
 from leasecheck.stateful import properties as P
-from leasecheck.stateful.contract import Capabilities, Claim, Queue, as_claim, capabilities
+from leasecheck.stateful.contract import (
+    CALLS,
+    STATES,
+    Capabilities,
+    Claim,
+    ContractError,
+    JobId,
+    Queue,
+    as_claim,
+    capabilities,
+)
 from leasecheck.stateful.history import History
 from leasecheck.stateful.model import Oracle
 from leasecheck.stateful.moves import PICK, STALL, TAKE, Stall, Take
@@ -148,7 +158,13 @@ class LeaseMachine(RuleBasedStateMachine):
             lease=LEASE,
             max_attempts=self.queue.max_attempts,
             ordered_tokens=self.caps.ordered_tokens,
+            revokes_expired=self.caps.revokes_expired,
+            answers_complete=not self.caps.transactional_effects,
+            observe=self._observe if self.caps.state is not None else None,
         )
+        self.sweeper: Worker | None = None
+        """The queue's own recovery (`maintain`), on a connection of its own."""
+        self.said = 0
         self.workers: list[Worker] = []
         self.jobs: list[str] = []
         self.calls = itertools.count(1)
@@ -177,7 +193,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     def _sessions(self) -> list[actors.Session]:
         out = []
-        for w in self.workers:
+        for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
             out.append(w.main)
             if w.beat is not None:
                 out.append(w.beat)
@@ -299,7 +315,7 @@ class LeaseMachine(RuleBasedStateMachine):
         sessions = self._sessions()
         actors.settle(self.pool, sessions)
         finished = []
-        for w in self.workers:
+        for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
             for session, attr in ((w.main, "waiting"), (w.beat, "beat_waiting")):
                 callback = getattr(w, attr)
                 if session is None or callback is None or session.pending is None:
@@ -314,6 +330,17 @@ class LeaseMachine(RuleBasedStateMachine):
             except Exception as exc:
                 result = exc
             callback(result)
+
+    def _observe(self, job_id: JobId) -> str:
+        """Read the job's status from the queue's own tables (its `state`), as committed."""
+        assert self.caps.state is not None
+        status = self.caps.state(self.pool.monitor, job_id)
+        if status not in STATES:
+            raise ContractError(
+                f"{self.queue.name}: state() answered {status!r} for job {job_id!r}; "
+                f"answer one of {', '.join(STATES)}"
+            )
+        return status
 
     def _job_label(self, claim: Claim) -> str:
         job = self.oracle.jobs.get(claim.job_id)
@@ -414,12 +441,27 @@ class LeaseMachine(RuleBasedStateMachine):
         self.workers[self.workers.index(w)] = fresh
         self.history.add(self.now, w.name, "crash", "event", note=f"{why}; {fresh.name} starts")
 
-    def _pairs(self) -> list[tuple[Worker, Held]]:
-        return [(w, h) for w in self.workers if w.can_act for h in w.held]
+    def _may(self, w: Worker, call: str) -> bool:
+        """Return whether `w` may make `call` now: outside a held transaction, or one the
+        queue lets that call run in."""
+        return w.txn is None or call in self.caps.held_calls or call not in CALLS
 
-    def _pick_pair(self, pick: int) -> tuple[Worker, Held]:
-        pairs = self._pairs()
+    def _pairs(self, call: str) -> list[tuple[Worker, Held]]:
+        return [(w, h) for w in self.workers if w.can_act and self._may(w, call) for h in w.held]
+
+    def _pick_pair(self, pick: int, call: str) -> tuple[Worker, Held]:
+        pairs = self._pairs(call)
         return pairs[pick % len(pairs)]
+
+    def _claimers(self) -> list[Worker]:
+        """Return the workers that may claim now (one job at a time, if the queue says so)."""
+        return [
+            w
+            for w in self.workers
+            if w.can_act
+            and self._may(w, "claim")
+            and not (self.caps.one_claim_per_worker and w.held)
+        ]
 
     def _pick(self, workers: list[Worker], pick: int) -> Worker:
         return workers[pick % len(workers)]
@@ -443,6 +485,9 @@ class LeaseMachine(RuleBasedStateMachine):
             self._enqueue()
 
     def _enqueue(self) -> None:
+        # One microsecond per job, so no two jobs share a timestamp and an order by
+        # time never depends on a tie-break the queue leaves to chance.
+        self._advance(self.now + 1)
         label = f"job{len(self.jobs) + 1}"
         self.history.add(self.now, "producer", "enqueue", "invoke", job=label)
         job_id = self.queue.enqueue(self.pool.monitor, {"n": len(self.jobs) + 1, "kind": "receipt"})
@@ -466,8 +511,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(
         lambda self: (
-            any(w.can_act for w in self.workers)
-            and any(not j.finished for j in self.oracle.jobs.values())
+            bool(self._claimers()) and any(not j.finished for j in self.oracle.jobs.values())
         )
     )
     @rule(how=TAKE)
@@ -475,8 +519,8 @@ class LeaseMachine(RuleBasedStateMachine):
     def claim(self, how: Take) -> None:
         """A worker claims the next job; with `held`, inside a transaction it keeps open."""
         with self._step():
-            w = self._pick([w for w in self.workers if w.can_act], how.worker)
-            if how.held and w.txn is None and self.caps.held_transactions:
+            w = self._pick(self._claimers(), how.worker)
+            if how.held and w.txn is None and "claim" in self.caps.held_calls:
                 self._begin(w)
             self._claim(w)
 
@@ -506,13 +550,13 @@ class LeaseMachine(RuleBasedStateMachine):
 
         self._call(w, "claim", None, lambda c: self.queue.claim(c, w.name, lease), done)
 
-    @precondition(lambda self: bool(self._pairs()) and self.caps.heartbeats)
+    @precondition(lambda self: bool(self._pairs("heartbeat")) and self.caps.heartbeats)
     @rule(pick=PICK)
     @recorded
     def heartbeat(self, pick: int) -> None:
         """An explicit heartbeat on the main connection (inside the held transaction, if any)."""
         with self._step():
-            self._heartbeat(*self._pick_pair(pick))
+            self._heartbeat(*self._pick_pair(pick, "heartbeat"))
 
     def _heartbeat(self, w: Worker, h: Held) -> None:
         lease = timedelta(microseconds=LEASE)
@@ -535,13 +579,13 @@ class LeaseMachine(RuleBasedStateMachine):
         if h.grant is not None:
             self.oracle.heartbeat(h.grant, accepted, at)
 
-    @precondition(lambda self: bool(self._pairs()))
+    @precondition(lambda self: bool(self._pairs("complete")))
     @rule(pick=PICK)
     @recorded
     def complete(self, pick: int) -> None:
         """A worker finishes a job it holds, whether or not its lease is still good."""
         with self._step():
-            w, h = self._pick_pair(pick)
+            w, h = self._pick_pair(pick, "complete")
             self._complete(w, h)
 
     def _complete(self, w: Worker, h: Held) -> None:
@@ -556,6 +600,12 @@ class LeaseMachine(RuleBasedStateMachine):
 
         def effect(conn: Connection[Any]) -> None:
             conn.execute(record, params)
+
+        if not self.caps.transactional_effects:
+            # The library runs the task body before and outside its completion: the
+            # body's effect goes to the receiver, and the completion gets no effect.
+            self._send(w, h)
+            effect = _no_effect
 
         def done(result: Any, at: int) -> None:
             if h in w.held:
@@ -580,42 +630,41 @@ class LeaseMachine(RuleBasedStateMachine):
         if h.grant is not None:
             self.oracle.complete(h.grant, accepted, at)
 
-    @precondition(lambda self: bool(self._pairs()))
+    @precondition(lambda self: bool(self._pairs("send")))
     @rule(pick=PICK)
     @recorded
     def send_effect(self, pick: int) -> None:
         """A worker sends the job's external effect (a receipt) keyed by effect_key."""
         with self._step():
-            w, h = self._pick_pair(pick)
-            if h.grant is None:
-                note(
-                    f"t={_seconds(self.now)} {w.name} holds back the effect of uncommitted "
-                    f"{h.label}"
-                )
-                return
-            key = self.queue.effect_key(h.raw)
-            taken = self.oracle.external_effect(h.grant, key)
-            self.history.add(
-                self.now,
-                w.name,
-                "send",
-                "ok",
-                job=self._job_label(h.claim),
-                token=repr(h.claim.token),
-                value={"key": key, "accepted": taken},
-            )
-            note(
-                f"t={_seconds(self.now)} {w.name} sends the receipt of {h.label} "
-                f"with key {key!r}: {'accepted' if taken else 'dropped as a duplicate'}"
-            )
+            self._send(*self._pick_pair(pick, "send"))
 
-    @precondition(lambda self: bool(self._pairs()))
+    def _send(self, w: Worker, h: Held) -> None:
+        if h.grant is None:
+            note(f"t={_seconds(self.now)} {w.name} holds back the effect of uncommitted {h.label}")
+            return
+        key = self.queue.effect_key(h.raw)
+        taken = self.oracle.external_effect(h.grant, key)
+        self.history.add(
+            self.now,
+            w.name,
+            "send",
+            "ok",
+            job=self._job_label(h.claim),
+            token=repr(h.claim.token),
+            value={"key": key, "accepted": taken},
+        )
+        note(
+            f"t={_seconds(self.now)} {w.name} sends the receipt of {h.label} "
+            f"with key {key!r}: {'accepted' if taken else 'dropped as a duplicate'}"
+        )
+
+    @precondition(lambda self: bool(self._pairs("fail")))
     @rule(pick=PICK)
     @recorded
     def fail(self, pick: int) -> None:
         """A worker reports that a job it holds failed (retry, or give up at the cap)."""
         with self._step():
-            self._fail(*self._pick_pair(pick))
+            self._fail(*self._pick_pair(pick, "fail"))
 
     def _fail(self, w: Worker, h: Held) -> None:
         def done(result: Any, at: int) -> None:
@@ -681,14 +730,14 @@ class LeaseMachine(RuleBasedStateMachine):
             note(f"t={_seconds(self.now)} {w.name} stalls past {_seconds(end)}")
             self.history.add(self.now, w.name, "pause", "event", note="stall")
             self._advance(max(end + 1, self.now + 1))
-            others = [o for o in self.workers if o is not w and o.can_act]
+            others = [o for o in self._claimers() if o is not w]
             if not how.alone and others:
                 self._claim(others[0])
             self._resume(w)
             then = how.then
             if then == "heartbeat" and not self.caps.heartbeats:
                 then = "nothing"
-            if then != "nothing" and work in w.held and w.can_act:
+            if then != "nothing" and work in w.held and w.can_act and self._may(w, then):
                 {"complete": self._complete, "fail": self._fail, "heartbeat": self._heartbeat}[
                     then
                 ](w, work)
@@ -724,6 +773,39 @@ class LeaseMachine(RuleBasedStateMachine):
             self.pool.release(old)
             self.history.add(self.now, w.name, "cut", "event", note="backend terminated")
 
+    @precondition(
+        lambda self: (
+            self.caps.maintain is not None
+            and (self.sweeper is None or self.sweeper.waiting is None)
+        )
+    )
+    @rule(after=st.sampled_from(["now", "past-lease-end"]))
+    @recorded
+    def sweep(self, after: str) -> None:
+        """The queue's own recovery (`maintain`) runs on a connection of its own, now or
+        just after the next lease ends; it may block behind a worker's open transaction."""
+        with self._step():
+            ends = self._lease_ends()
+            if after == "past-lease-end" and ends:
+                self.history.add(self.now, "clock", "advance", "event", value=_seconds(ends[0] + 1))
+                self._advance(ends[0] + 1)
+            self._maintain()
+
+    def _sweeper(self) -> Worker:
+        if self.sweeper is None:
+            self.sweeper = Worker(name="sweeper", main=self.pool.open("sweeper"), beat=None)
+        return self.sweeper
+
+    def _maintain(self) -> None:
+        maintain = self.caps.maintain
+        assert maintain is not None
+
+        def done(result: Any, at: int) -> None:
+            if not isinstance(result, BaseException):
+                note(f"t={_seconds(at)} the queue's recovery sweep ran")
+
+        self._call(self._sweeper(), "maintain", None, maintain, done)
+
     @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second"]))
     @recorded
     def time_passes(self, to: str) -> None:
@@ -743,7 +825,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @precondition(
         lambda self: (
-            self.caps.held_transactions and any(w.can_act and w.txn is None for w in self.workers)
+            bool(self.caps.held_calls) and any(w.can_act and w.txn is None for w in self.workers)
         )
     )
     @rule(pick=PICK)
@@ -809,6 +891,10 @@ class LeaseMachine(RuleBasedStateMachine):
     def _check(self) -> None:
         """Raise the first violation found: later ones in the same step are often its echo."""
         self._refresh()
+        said = [*self.oracle.declared, *self.oracle.unjudged]
+        for line in said[self.said :]:
+            note(f"  not judged: {line}")
+        self.said = len(said)
         for violation in self.oracle.violations:
             self._raise(violation)
 
@@ -853,6 +939,12 @@ class LeaseMachine(RuleBasedStateMachine):
         for w in list(self.workers):
             if w.waiting is not None or w.txn is not None:
                 self._replace(w, "still blocked at teardown")
+        if self.sweeper is not None and self.sweeper.waiting is not None:
+            old = self.sweeper.main  # still blocked once every worker has let go: end it
+            self.pool.terminate(old)
+            self._settle()
+            self.sweeper.main = self.pool.open("sweeper")
+            self.pool.release(old)
         for w in self.workers:  # a live worker finishes the work it holds
             for h in list(w.held):
                 if h.grant is not None:
@@ -863,22 +955,38 @@ class LeaseMachine(RuleBasedStateMachine):
         self._check()
         for v in self.oracle.deferred:
             self._raise(v)
+        if self.oracle.observe is None:
+            return  # no-lost-jobs needs the queue's state(): a named gap, never a pass
         lost = self.oracle.lost_jobs()
         if lost:
             self._raise(
                 Violation(
                     P.NO_LOST_JOBS,
-                    "after healing and a full drain, jobs were not done or failed exactly once",
+                    "after healing and a full drain, the queue shows jobs neither done once "
+                    "nor failed for good",
                     tuple(lost),
                 )
             )
 
+    DRAIN_WAITS = 10
+    """How often the drain waits for a scheduled retry, doubling the wait from one lease."""
+
     def _drain(self) -> None:
+        """Claim and complete until the queue hands out nothing and shows nothing pending.
+
+        The queue's recovery sweep runs before each claim. When nothing is handed out
+        but the queue still shows a job queued or running (a retry scheduled for
+        later, a lease that must run out first), the clock moves on, one lease and
+        then twice the last wait, until it is handed out or the waits run out.
+        """
         ends = [g.lease_end for j in self.oracle.jobs.values() for g in j.grants]
         self._advance(max([self.now, *ends]) + 1)
         drainer = self.workers[0]
         budget = len(self.jobs) * ((self.queue.max_attempts or 1) + 2) + 5
+        wait, waits = LEASE, 0
         for _ in range(budget):
+            if self.caps.maintain is not None:
+                self._maintain()
             before = len(drainer.held)
             self._call(
                 drainer,
@@ -888,10 +996,26 @@ class LeaseMachine(RuleBasedStateMachine):
                 self._drained(drainer),
             )
             if len(drainer.held) == before:
-                return
+                if waits == self.DRAIN_WAITS or not self._pending():
+                    return
+                self.history.add(
+                    self.now, "clock", "advance", "event", value=_seconds(self.now + wait)
+                )
+                note(f"t={_seconds(self.now)} drain: a job is still pending; the clock moves on")
+                self._advance(self.now + wait)
+                wait, waits = wait * 2, waits + 1
+                continue
             self._complete(drainer, drainer.held[-1])
             self._settle()
         raise AssertionError(f"the queue was not drained after {budget} claims")
+
+    def _pending(self) -> bool:
+        """Return whether the queue shows a job still queued or running (False without state)."""
+        if self.oracle.observe is None:
+            return False
+        return any(
+            self.oracle.observe(job_id) in ("queued", "running") for job_id in self.oracle.jobs
+        )
 
     def _drained(self, w: Worker) -> Callable[[Any, int], None]:
         def done(result: Any, at: int) -> None:
@@ -906,12 +1030,17 @@ class LeaseMachine(RuleBasedStateMachine):
         return done
 
     def _clean_up(self) -> None:
-        for w in self.workers:
+        for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
             for session in (w.main, w.beat):
                 if session is not None and not w.crashed:
                     self.pool.release(session)
         self.workers = []
+        self.sweeper = None
         self.h.reset()
+
+
+def _no_effect(conn: Connection[Any]) -> None:
+    """The completion's effect when the library runs the task body outside it."""
 
 
 def _plain(value: Any) -> Any:

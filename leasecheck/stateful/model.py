@@ -8,11 +8,11 @@ half-open intervals [granted, end).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from leasecheck.stateful import properties as P
-from leasecheck.stateful.contract import Claim, JobId
+from leasecheck.stateful.contract import DONE, FAILED, Claim, JobId
 from leasecheck.stateful.properties import Violation
 
 
@@ -35,25 +35,42 @@ class JobModel:
     grants: list[Grant] = field(default_factory=list)
     tokens: list[Hashable] = field(default_factory=list)
     completed_by: list[Grant] = field(default_factory=list)
-    failed_final: bool = False
     effect_keys: set[str] = field(default_factory=set)
     effects_accepted: int = 0
 
     @property
     def finished(self) -> bool:
-        return bool(self.completed_by) or self.failed_final
+        """Return whether the queue accepted a completion (an answer, never an inference)."""
+        return bool(self.completed_by)
+
+
+Observe = Callable[[JobId], str]
+"""Reads a job's status from the queue's own tables (the contract's `state`)."""
 
 
 @dataclass
 class Oracle:
-    """Judges each answer of the queue against the properties."""
+    """Judges each answer of the queue against the properties.
+
+    Finality is never inferred from claim counts: the queue's own `state` (through
+    `observe`) says whether a job is done or failed; without it, what needs it goes
+    unjudged and is listed in `unjudged`.
+    """
 
     lease: int
     max_attempts: int | None
     ordered_tokens: bool
+    revokes_expired: bool = False
+    answers_complete: bool = False
+    """Judge single-completion from accepted answers (the effect runs outside the completion)."""
+    observe: Observe | None = None
     jobs: dict[JobId, JobModel] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
     deferred: list[Violation] = field(default_factory=list)
+    declared: list[str] = field(default_factory=list)
+    """Refusals the queue declares as its design (`revokes_expired`): said, not judged."""
+    unjudged: list[str] = field(default_factory=list)
+    """Answers that could not be judged without `state`."""
     receiver: dict[str, JobId] = field(default_factory=dict)
 
     def _flag(self, prop: str, message: str, *evidence: str) -> None:
@@ -84,7 +101,8 @@ class Oracle:
         if job.finished:
             self._flag(
                 P.NO_LOST_JOBS,
-                f"{job.label} was handed out again ({label}) after it had finished",
+                f"{job.label} was handed out again ({label}) after the queue had accepted "
+                "its completion",
                 *(g.label for g in job.completed_by),
             )
         if claim.token in job.tokens:
@@ -116,16 +134,41 @@ class Oracle:
         job.tokens.append(claim.token)
         return new
 
-    def _given_up(self, job: JobModel, grant: Grant, at: int) -> bool:
-        """Return whether the queue may have failed the job for good under its owner.
+    def _refused(self, grant: Grant, what: str, at: int) -> None:
+        """Judge the owner's call that the queue refused at `at`.
 
-        On the last attempt, a lease that ran out lets the queue give the job up
-        (the retry cap's reaper); refusing the late owner then is not a violation.
+        The current owner (its lease unexpired) is never refused. A late owner, whose
+        lease ran out but whom nobody replaced, is refused rightly only when the queue
+        shows it gave the job up at its cap, or declares that its recovery revokes
+        expired leases (then the refusal is its design, said but not judged).
         """
-        if self.exhausted(job) and grant.lease_end <= at:
-            job.failed_final = True
-            return True
-        return False
+        job = self.job(grant.claim)
+        said = (
+            f"the {what} of {grant.label}, which owns {job.label}, was refused at t={at / 1e6:g}s"
+        )
+        if grant.lease_end > at:
+            self._flag(
+                P.OWNER_PROGRESS,
+                said,
+                f"its lease ran until t={grant.lease_end / 1e6:g}s and nobody else was granted "
+                f"{job.label}",
+            )
+            return
+        late = f"{said}, after its lease ended at t={grant.lease_end / 1e6:g}s"
+        if self.revokes_expired:
+            self.declared.append(f"{late}: the queue declares revokes_expired")
+            return
+        if self.observe is None:
+            self.unjudged.append(f"{late}: without state() it cannot be told from giving up")
+            return
+        status = self.observe(grant.claim.job_id)
+        if status == FAILED and self.exhausted(job):
+            return  # given up at its cap, as the queue's own table shows
+        self._flag(
+            P.LATE_OWNER,
+            late,
+            f"nobody else was granted {job.label}; the queue shows it {status}",
+        )
 
     def _note_key(self, job: JobModel, key: str) -> None:
         """Record an idempotency key of the job; it must never change between attempts."""
@@ -142,12 +185,8 @@ class Oracle:
         if grant is self.owner(job):
             if accepted:
                 grant.lease_end = at + self.lease
-            elif not self._given_up(job, grant, at):
-                self._flag(
-                    P.OWNER_PROGRESS,
-                    f"the heartbeat of {grant.label}, which owns "
-                    f"{job.label}, was refused at t={at / 1e6:g}s",
-                )
+            else:
+                self._refused(grant, "heartbeat", at)
         elif accepted:
             self._flag(
                 P.FENCING,
@@ -158,22 +197,24 @@ class Oracle:
     def complete(self, grant: Grant, accepted: bool, at: int) -> None:
         job = self.job(grant.claim)
         if grant is self.owner(job):
-            if not accepted and not self._given_up(job, grant, at):
-                self._flag(
-                    P.OWNER_PROGRESS,
-                    f"the completion of {grant.label}, which owns "
-                    f"{job.label}, was refused at t={at / 1e6:g}s",
-                )
+            if not accepted:
+                self._refused(grant, "completion", at)
         elif accepted:
-            # Reported at the end of the example unless it led to a double completion,
-            # which single-completion then reports with the whole story.
-            self.deferred.append(
-                Violation(
-                    P.FENCING,
-                    f"the completion of stale {grant.label} was accepted at t={at / 1e6:g}s",
-                    (_why_stale(job, grant),),
-                )
+            stale = Violation(
+                P.FENCING,
+                f"the completion of stale {grant.label} was accepted at t={at / 1e6:g}s",
+                (_why_stale(job, grant),),
             )
+            if self.answers_complete and job.completed_by:
+                self._flag(
+                    P.SINGLE_COMPLETION,
+                    f"the queue accepted {len(job.completed_by) + 1} completions of {job.label}",
+                    *(f"accepted: {g.label}" for g in [*job.completed_by, grant]),
+                )
+            else:
+                # Reported at the end of the example unless it led to a double completion,
+                # which single-completion then reports with the whole story.
+                self.deferred.append(stale)
         if accepted:
             grant.released = True
             job.completed_by.append(grant)
@@ -181,18 +222,10 @@ class Oracle:
     def fail(self, grant: Grant, accepted: bool, at: int) -> None:
         job = self.job(grant.claim)
         if grant is self.owner(job):
-            if not accepted:
-                if self._given_up(job, grant, at):
-                    return
-                self._flag(
-                    P.OWNER_PROGRESS,
-                    f"the failure report of {grant.label}, which owns "
-                    f"{job.label}, was refused at t={at / 1e6:g}s",
-                )
-                return
-            grant.released = True
-            if self.max_attempts is not None and len(job.grants) >= self.max_attempts:
-                job.failed_final = True
+            if accepted:
+                grant.released = True
+            else:
+                self._refused(grant, "failure report", at)
         elif accepted:
             self._flag(
                 P.FENCING,
@@ -221,15 +254,27 @@ class Oracle:
         return self.max_attempts is not None and len(job.grants) >= self.max_attempts
 
     def lost_jobs(self) -> list[str]:
-        """Return the jobs that are neither done once nor failed for good (after a drain)."""
+        """Return the jobs the queue shows neither done once nor failed for good (after a drain).
+
+        Read from the queue's own `state`; the caller judges this only when it has one.
+        """
+        assert self.observe is not None, "no-lost-jobs needs the queue's state()"
         lost = []
-        for job in self.jobs.values():
-            if len(job.completed_by) == 1 or (not job.completed_by and self.exhausted(job)):
-                continue
-            if job.failed_final and not job.completed_by:
-                continue
+        for job_id, job in self.jobs.items():
+            status = self.observe(job_id)
             done = ", ".join(g.label for g in job.completed_by) or "nobody"
-            lost.append(f"{job.label}: {len(job.grants)} claims, completed by {done}")
+            claims = f"{len(job.grants)} claims"
+            if status == DONE and len(job.completed_by) <= 1:
+                continue
+            if status == FAILED and not job.completed_by:
+                if self.max_attempts is None or self.exhausted(job):
+                    continue
+                lost.append(
+                    f"{job.label}: failed for good after {claims} of the {self.max_attempts} "
+                    "it was promised"
+                )
+                continue
+            lost.append(f"{job.label}: the queue shows it {status} ({claims}, completed by {done})")
         return lost
 
 

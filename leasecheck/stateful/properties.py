@@ -9,6 +9,7 @@ UNIQUE_EFFECTS = "unique-effects"
 EXCLUSIVE_LEASE = "exclusive-lease"
 FENCING = "fencing"
 OWNER_PROGRESS = "owner-progress"
+LATE_OWNER = "late-owner"
 NO_LOST_JOBS = "no-lost-jobs"
 RETRY_CAP = "retry-cap"
 ATOMIC_REJECTION = "atomic-rejection"
@@ -20,8 +21,11 @@ DESCRIPTIONS = {
     EXCLUSIVE_LEASE: "no two claims of one job hold unexpired leases at the same moment",
     FENCING: "every claim gets a fresh token; a stale claim's calls are rejected",
     RETRY_CAP: "no job is claimed more than max_attempts times",
-    OWNER_PROGRESS: "the current owner is never wrongly rejected",
-    NO_LOST_JOBS: "after healing and a full drain, every job is done or failed, once",
+    OWNER_PROGRESS: "the current owner (lease unexpired, nobody else granted) is never refused",
+    LATE_OWNER: "a late owner whose expired lease nobody took over is not refused, unless "
+    "the queue gave the job up at its cap or declares revokes_expired",
+    NO_LOST_JOBS: "after healing and a full drain, the queue shows every job done once or "
+    "failed for good",
 }
 ALL = tuple(DESCRIPTIONS)
 

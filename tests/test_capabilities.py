@@ -1,0 +1,113 @@
+"""The machine honours what a queue declares it cannot do: one job per worker at a time,
+and only some calls inside a transaction the harness holds open.
+
+The queue under test is the reference with a recorder that notes every time the
+machine asks it for something it declared impossible. (It notes rather than raises:
+the machine records a call's exception as the queue's answer.)
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+from psycopg import Connection
+
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful import actors, contract
+from leasecheck.stateful.contract import Claim, Effect
+from leasecheck.stateful.machine import Harness, LeaseMachine
+
+BUDGET = settings(
+    max_examples=150,
+    stateful_step_count=30,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=(Phase.generate,),
+    suppress_health_check=[HealthCheck.too_slow],
+)
+IN_TRANSACTION = psycopg.pq.TransactionStatus.INTRANS
+
+
+class OneAtATime(ReferenceQueue):
+    """One job per worker; only completions may run in a held transaction."""
+
+    name = "one-at-a-time"
+    one_claim_per_worker = True
+    held_calls = frozenset({"complete"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding: dict[str, Claim] = {}
+        self.completed_in_transaction = 0
+        self.broken: list[str] = []
+
+    def _outside(self, conn: Connection[Any], call: str) -> None:
+        if conn.info.transaction_status == IN_TRANSACTION:
+            self.broken.append(f"{call} in a held transaction")
+
+    def reset(self, conn: Connection[Any]) -> None:
+        self.holding.clear()
+        super().reset(conn)
+
+    def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
+        self._outside(conn, "claim")
+        if worker in self.holding:
+            self.broken.append(f"{worker} asked for a second job")
+        claim = super().claim(conn, worker, lease)
+        if claim is not None and worker != "drain":
+            self.holding[worker] = claim
+        return claim
+
+    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
+        self._outside(conn, "heartbeat")
+        return super().heartbeat(conn, claim, lease)
+
+    def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
+        self.completed_in_transaction += conn.info.transaction_status == IN_TRANSACTION
+        self.holding.pop(claim.worker, None)
+        return super().complete(conn, claim, effect)
+
+    def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
+        self._outside(conn, "fail")
+        self.holding.pop(claim.worker, None)
+        return super().fail(conn, claim, error)
+
+
+def _explore(queue: OneAtATime, pool: actors.Pool) -> OneAtATime:
+    harness = Harness(queue=queue, pool=pool)
+    harness.reset()
+    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
+    return queue
+
+
+def test_declared_limits_are_honoured_and_still_explored(reference_pool: actors.Pool) -> None:
+    queue = _explore(OneAtATime(), reference_pool)
+    assert queue.broken == []
+    assert queue.completed_in_transaction > 0, "completions never ran in a held transaction"
+
+
+class Undeclared(OneAtATime):
+    """The same recorder on a queue that declares neither limit."""
+
+    one_claim_per_worker = False
+    held_calls = frozenset(contract.CALLS)
+
+
+def test_without_the_declarations_the_recorder_sees_both(reference_pool: actors.Pool) -> None:
+    """The recorder can fail: undeclared, the machine does both things it watches for."""
+    broken = set(_explore(Undeclared(), reference_pool).broken)
+    assert any("second job" in b for b in broken), broken
+    assert any("in a held transaction" in b for b in broken), broken
+
+
+def test_held_calls_that_are_not_calls_are_refused() -> None:
+    queue = ReferenceQueue()
+    queue.held_calls = frozenset({"complete", "finish"})  # type: ignore[attr-defined]
+    with pytest.raises(contract.ContractError, match="held_calls names finish"):
+        contract.capabilities(queue)
