@@ -63,7 +63,7 @@ def _never(conn: psycopg.Connection[Any]) -> None:
 def test_the_package_version_is_the_pin(q: GraphileWorkerQueue, release: str) -> None:
     """The SQL came from the pinned package: the helper read its version."""
     assert q.version == release
-    assert q.name == f"graphile-worker-{release}"
+    assert q.name == f"graphile-worker-{release.replace('.', '_')}"
 
 
 def test_round_trip(q: GraphileWorkerQueue, conn: psycopg.Connection[Any]) -> None:

@@ -66,7 +66,7 @@ def _expired(q: PgBossQueue, conn: psycopg.Connection[Any]) -> None:
 
 
 def test_the_package_version_is_the_pin(q: PgBossQueue) -> None:
-    assert (q.version, q.name) == ("12.38.0", "pgboss-12.38.0")
+    assert (q.version, q.name) == ("12.38.0", "pgboss-12_38_0")
 
 
 def test_job_now_reads_the_simulated_clock(q: PgBossQueue, conn: psycopg.Connection[Any]) -> None:

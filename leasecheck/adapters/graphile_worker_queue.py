@@ -92,6 +92,9 @@ class GraphileClaim:
     worker: str
     locked_by: str
 
+    def __repr__(self) -> str:
+        return f"job {self.job_id} attempt {self.token} locked by {self.locked_by}"
+
 
 @dataclass(frozen=True)
 class _Sql:
@@ -150,7 +153,9 @@ class GraphileWorkerQueue:
         self._lock_timeout = lock_timeout
         self._sql = _sql()
         self.version = self._sql.version
-        self.name = f"graphile-worker-{self.version}"
+        # No dots: the machine names failure files QUEUE-PROPERTY-HASH with Path.with_suffix,
+        # which would take ".0-property-hash" of "graphile-worker-0.18.0-..." for a suffix.
+        self.name = f"graphile-worker-{self.version.replace('.', '_')}"
         self._old = self.version.startswith("0.13.")
         self.revokes_expired = not self._old
         if not self._old:

@@ -93,6 +93,9 @@ class PgBossClaim:
     token: int
     worker: str
 
+    def __repr__(self) -> str:
+        return f"job {self.job_id[:8]} retryCount {self.token}"
+
 
 def _unwrap(text: str) -> str:
     """Return plans.js `transaction()`'s statements without its own BEGIN and COMMIT."""
@@ -122,7 +125,8 @@ class PgBossQueue:
         modules = _node.node_modules(PACKAGE)
         self._sql = _node.produce("pgboss.mjs", modules, json.dumps(options, sort_keys=True))
         self.version = str(self._sql["version"])
-        self.name = f"pgboss-{self.version}"
+        # No dots: failure files are named with Path.with_suffix (see graphile_worker_queue).
+        self.name = f"pgboss-{self.version.replace('.', '_')}"
         self._queue = str(self._sql["queue"])
         if self._sql["clock_body"] != "SELECT pg_catalog.now();":
             raise _node.NodeError(f"pg-boss {self.version}: job_now() is not what the adapter read")
