@@ -7,6 +7,7 @@ the lock holder on completion; a worker-id check on failure), and the tests say 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -127,15 +128,19 @@ def test_a_stale_failure_is_refused(q: GraphileWorkerQueue, conn: psycopg.Connec
     assert q.state(conn, job) == "queued"
 
 
-def test_failures_retry_at_once_up_to_the_cap(
+def test_failures_retry_after_the_shipped_back_off_up_to_the_cap(
     q: GraphileWorkerQueue, conn: psycopg.Connection[Any]
 ) -> None:
-    """With the back-off at 0 a failed job is due again at once; at 3 attempts it is failed."""
+    """A failed job is due again after exp(attempts) seconds; at 3 attempts it is failed."""
     job = q.enqueue(conn, {})
     for attempt in (1, 2, 3):
         claim = q.claim(conn, "w0", LEASE)
         assert claim is not None and claim.token == attempt
         assert q.fail(conn, claim, "boom") is True
+        delay = timedelta(seconds=math.exp(attempt))
+        clock.advance(conn, delay - timedelta(milliseconds=10))
+        assert q.claim(conn, "w0", LEASE) is None
+        clock.advance(conn, timedelta(milliseconds=20))
     assert q.state(conn, job) == "failed"
     assert q.claim(conn, "w0", LEASE) is None
 
@@ -145,9 +150,10 @@ def test_a_crash_on_the_last_attempt_ends_failed(
 ) -> None:
     """A job whose worker died holding its last attempt is never handed out again: failed."""
     job = q.enqueue(conn, {})
-    for _ in range(2):
+    for attempt in (1, 2):
         claim = q.claim(conn, "w0", LEASE)
         assert claim is not None and q.fail(conn, claim, "boom")
+        clock.advance(conn, timedelta(seconds=math.exp(attempt) + 1))
     assert q.claim(conn, "w0", LEASE) is not None
     assert q.state(conn, job) == "running"
     _expire(q, conn)

@@ -28,7 +28,8 @@ How graphile-worker maps onto the contract:
   stale worker's completion deletes a job another worker is running. Effects are the
   task's, not the completion's: `transactional_effects = False`, and `complete()` never
   calls `effect`. It answers whether the library's statement deleted the row.
-- Failure: `fail_job` reschedules the job (`last_error`, `run_at`), unlocking it only
+- Failure: `fail_job` reschedules the job (`last_error`, `run_at` = now +
+  `exp(least(attempts, 10))` seconds, the shipped back-off, kept), unlocking it only
   `where id = job_id and locked_by = worker_id` (0.18: the pool's id). At `attempts >=
   max_attempts` it is never offered again: graphile-worker's "permanently failed".
 - State (`state()`): no row is `done`; a locked row is `running`, except one whose lock
@@ -47,11 +48,6 @@ Adaptations, each with its reason:
   `job_expiry` parameter (`job_expiry := $5::interval`, the lease), and 0.18's sweep
   compares with the lease instead of its literal `interval '4 hours'`. A lease is the
   harness's unit of "this worker is presumed dead"; 4 hours is graphile-worker's.
-- Retry delay 0: `fail_job`'s `exp(least(attempts, 10))` seconds of back-off is replaced
-  by 0 in the package's SQL (0.13: in the migrations that define `fail_job`; 0.18: in
-  batchFailJobs' statement), so a failed job is due at once, as the other adapters
-  configure their libraries (graphile-worker has no setting for it). The machine's drain
-  does not wait out retry delays.
 - Worker ids: 0.13 names every worker (one job at a time) with a random
   `worker-<hex>`; a harness worker that holds several jobs is several of those, so each
   claim gets a fresh id `leasecheck-<worker>-<hex>`. 0.18 locks with the worker pool's
@@ -109,10 +105,6 @@ class _Sql:
     sweep: _node.Statement | None
 
 
-def _backoff_zero(stmt: _node.Statement, old: str, count: int) -> _node.Statement:
-    return stmt.replace(old, "interval '0 seconds'", count) if old in stmt.text else stmt
-
-
 def _sql() -> _Sql:
     produced = _node.produce("graphile_worker.mjs", _node.node_modules(PACKAGE))
     version = str(produced["version"])
@@ -121,17 +113,12 @@ def _sql() -> _Sql:
     complete = _node.Statement.of(produced["complete_job"])
     fail = _node.Statement.of(produced["fail_job"])
     if version.startswith("0.13."):
-        delay = "(exp(least(attempts, 10))::text || ' seconds')::interval"
-        install = [_backoff_zero(s, delay, s.text.count(delay)) for s in install]
-        if not any("fail_job" in s.text and "interval '0 seconds'" in s.text for s in install):
-            raise _node.NodeError("graphile-worker 0.13: fail_job's back-off not found")
         claim = claim.replace(
             "$2, forbidden_flags", "$2, job_expiry := $5::interval, forbidden_flags"
         )
         complete = complete.replace("SELECT FROM", "SELECT id FROM")
         fail = fail.replace("SELECT FROM", "SELECT id FROM")
         return _Sql(version, install, claim, complete, fail, [], None)
-    fail = fail.replace("(exp(least(attempts, 10)) * interval '1 second')", "interval '0 seconds'")
     sweep = _node.Statement.of(produced["reset_locked_at"]).replace(
         "interval '4 hours'", "$1::interval", 2
     )
