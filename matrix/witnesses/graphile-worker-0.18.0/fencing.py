@@ -4,7 +4,9 @@ Replays matrix/results/counterexamples/graphile-worker-0.18.0/fencing.txt (a wor
 job past the lock, the pool's `resetLockedAt` sweep frees it, another worker fetches it,
 and the first worker's completion is accepted on the job the second now holds) with the
 package's own statements (see `_graphile.py`; time: graphile-worker's `locked_at` is
-rewritten 4 hours 1 second into the past, not the harness's clock).
+rewritten 4 hours 1 second into the past, not the harness's clock). The matrix's
+program may re-grant the job to another slot of the same pool (same `locked_by`) or to
+another pool; the completion looks at neither, and the witness uses two pools.
 
 Bug or design: graphile-worker promises at-least-once execution and treats a lock older
 than 4 hours as a dead worker's (README "What if something goes wrong?": "those jobs
