@@ -4,7 +4,9 @@ A venv lives in `<cache>/envs/<target name>` and holds the project (editable) an
 target's pinned requirements, nothing else. A stamp file records a hash of what went
 into it (the requirement lines, the interpreter's version and the project's
 pyproject.toml); a venv whose stamp differs is rebuilt from scratch. Targets without
-requirements run in the interpreter that runs the matrix.
+requirements run in the interpreter that runs the matrix. A target's npm pins (the
+Node.js queues) are installed by `matrix.npm` under `<cache>/npm`, which the runs find
+through `LEASECHECK_NPM_DIR`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from matrix import npm
 from matrix.targets import Target
 
 STAMP = "leasecheck-matrix-key"
@@ -71,10 +74,12 @@ def _version(python: Path, *, minor_only: bool = False) -> str | None:
 
 
 def ensure(target: Target, repo: Path, cache: Path) -> Env:
-    """Return the interpreter for `target`, building (or reusing) its venv."""
+    """Return the interpreter for `target`, building (or reusing) its venv (and npm pins)."""
+    packages = _npm(target, cache)
     if not target.requirements:
         python = Path(sys.executable)
-        return Env(python, _version(python) or "?", _installed(python, ()), built=False)
+        versions = {**packages, **_installed(python, ())}
+        return Env(python, _version(python) or "?", versions, built=False)
     base = find_python(target.python) if target.python else Path(sys.executable)
     base_version = _version(base) or "?"
     lines = (f"-e {repo}", *target.requirements)
@@ -90,7 +95,28 @@ def ensure(target: Target, repo: Path, cache: Path) -> Env:
         _build(base, home, lines)
         stamp.write_text(key)
         built = True
-    return Env(python, base_version, _installed(python, target.requirements), built)
+    versions = {**packages, **_installed(python, target.requirements)}
+    return Env(python, base_version, versions, built)
+
+
+def _npm(target: Target, cache: Path) -> dict[str, str]:
+    """Install the target's npm pins under `<cache>/npm`; return their installed versions.
+
+    The runs inherit this process's environment, so `LEASECHECK_NPM_DIR` tells every
+    adapter where the pins live (the pin itself is in the target's own `env`).
+    """
+    if not target.npm:
+        return {}
+    root = cache / "npm"
+    versions = {}
+    try:
+        for pin in target.npm:
+            name = npm.name_of(pin)
+            versions[name] = npm.installed_version(npm.ensure(pin, root), name)
+    except npm.NpmError as exc:
+        raise EnvError(str(exc)) from None
+    os.environ["LEASECHECK_NPM_DIR"] = str(root)
+    return versions
 
 
 def _build(base: Path, home: Path, lines: tuple[str, ...]) -> None:

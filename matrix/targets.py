@@ -4,6 +4,9 @@ A target with no `requirements` runs in the interpreter that runs the matrix (th
 project is installed there); one with requirements gets a venv of its own, with the
 project installed editable next to exactly those pins. `python` names the minor
 version the library needs (oban needs 3.12); `env` is extra environment for the run.
+`npm` lists pinned npm packages ("name@version") a Node.js queue's adapter reads its
+SQL from; `matrix.npm` installs them, and the adapter finds its pin through
+`LEASECHECK_NPM_PIN` in `env`.
 `control` targets are known-buggy queues the matrix runs only when named with
 `--only`: they show what a violated column looks like.
 """
@@ -23,6 +26,7 @@ class Target:
     python: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     control: bool = False
+    npm: tuple[str, ...] = ()
 
     @property
     def module_path(self) -> str:
@@ -51,6 +55,16 @@ def _chancy(version: str) -> Target:
     )
 
 
+def _node(name: str, pin: str, queue: str) -> Target:
+    return Target(name, queue, env={"LEASECHECK_NPM_PIN": pin}, npm=(pin,))
+
+
+def _graphile(version: str) -> Target:
+    pin = f"graphile-worker@{version}"
+    adapter = "leasecheck.adapters.graphile_worker_queue:GraphileWorkerQueue"
+    return _node(f"graphile-worker-{version}", pin, adapter)
+
+
 TARGETS: tuple[Target, ...] = (
     Target("reference", "leasecheck.reference.queue:ReferenceQueue"),
     _sql("reference.sql"),
@@ -67,6 +81,9 @@ TARGETS: tuple[Target, ...] = (
     _oban("0.6.3"),
     _chancy("0.26.0"),
     _chancy("0.25.1"),
+    _graphile("0.18.0"),
+    _graphile("0.13.0"),
+    _node("pgboss-12.38.0", "pg-boss@12.38.0", "leasecheck.adapters.pgboss_queue:PgBossQueue"),
     _sql("naive.sql", control=True),
     _sql("heartbeat_only.sql", control=True),
     _sql("attempt_key.sql", control=True),
