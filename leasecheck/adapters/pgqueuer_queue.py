@@ -58,11 +58,9 @@ How pgqueuer maps onto the contract (read from pgqueuer 1.6's `core/qm.py`,
   `held_transactions = False`.
 - Time: every statement says `NOW()` (and column defaults `now()`), which the harness
   shadows, so no `advance_clock` is needed. The dequeue's `execute_after < NOW()` is
-  strict and `enqueue` sets `execute_after = NOW() + execute_after`. On a real clock time
-  always moves between an enqueue and the next dequeue; simulated time stands still
-  between steps, so `enqueue()` passes `execute_after = -1 us` (pgqueuer's own
-  parameter) and the job is due at once, as it would be for its users. (Retries keep
-  pgqueuer's `NOW() + delay`: due once the clock moves.)
+  strict and `enqueue` sets `execute_after = NOW() + execute_after`: as on a real clock,
+  the harness moves time on (1 us) after each enqueue, so a job is due at the next claim.
+  Retries keep pgqueuer's `NOW() + delay`: due once the clock moves.
 
 The adapter adds none of pgqueuer's protocol in SQL of its own (its SQL keeps
 `job_context`, reads `state()` and the heartbeat's answer): it calls pgqueuer's
@@ -96,8 +94,6 @@ QUERIES = load(Path(__file__).with_name("pgqueuer.sql"))
 ENTRYPOINT = "leasecheck"
 WORKERS = uuid.UUID("5f1d7c1e-58a4-4f7e-9a53-4c1f0b2f8a10")
 T = TypeVar("T")
-DUE_NOW = timedelta(microseconds=-1)
-"""`execute_after` for a job due at once on a clock that stands still (see the docstring)."""
 STATES = {
     "queued": QUEUED,
     "picked": RUNNING,
@@ -191,7 +187,7 @@ class PgQueuerQueue:
     def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> int:
         queries, _ = _queries(conn)
         payload_bytes = json.dumps(payload).encode()
-        ids = _run(queries.enqueue(ENTRYPOINT, payload_bytes, execute_after=DUE_NOW))
+        ids = _run(queries.enqueue(ENTRYPOINT, payload_bytes))
         return int(ids[0])
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
