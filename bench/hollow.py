@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from leasecheck.stateful.moves import PICK, STALL, TAKE, Stall, Take
+from leasecheck.stateful.moves import BATCH, PICK, STALL, TAKE, Stall, Take
 
 
 class Hollow(RuleBasedStateMachine):
@@ -71,6 +71,14 @@ class Hollow(RuleBasedStateMachine):
 
     @rule(pick=PICK)
     def cut(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK, size=BATCH)
+    def claim_batch(self, pick: int, size: int) -> None:
+        pass
+
+    @rule(pick=PICK, size=BATCH)
+    def complete_batch(self, pick: int, size: int) -> None:
         pass
 
     @rule(after=st.sampled_from(["now", "past-lease-end"]))

@@ -37,6 +37,11 @@ class Results:
     """implementation -> property -> verdict"""
 
 
+def _base(verdict: str) -> str:
+    """Return the verdict without its witness state: majors are compared on the verdict."""
+    return "violated" if verdict.startswith("violated") else verdict
+
+
 def load(out: Path) -> list[Results]:
     """Return every results file in `out`, the default major's first, then by file name."""
     files = [out / f"{BASE}.json", *sorted(out.glob(f"pg*/{BASE}.json"))]
@@ -46,7 +51,7 @@ def load(out: Path) -> list[Results]:
             continue
         data = json.loads(path.read_text())
         verdicts = {
-            impl["name"]: {p: cell["verdict"] for p, cell in impl["properties"].items()}
+            impl["name"]: {p: _base(cell["verdict"]) for p, cell in impl["properties"].items()}
             for impl in data["implementations"]
         }
         page = path.with_suffix(".md").relative_to(out)

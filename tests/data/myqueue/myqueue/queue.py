@@ -39,6 +39,8 @@ update mq_tasks t
 returning t.id, t.epoch
 """
 
+STATES = {"ready": "queued", "leased": "running", "done": "done", "dead": "failed"}
+
 FENCE = "where id = %(id)s and epoch = %(epoch)s and state = 'leased'"
 
 
@@ -88,6 +90,10 @@ class Queue:
 
     def effect_key(self, claim):
         return f"mq-task-{claim[0]}"
+
+    def state(self, conn, task):
+        row = conn.execute("select state from mq_tasks where id = %s", (task,)).fetchone()
+        return STATES[row[0]]
 
     @staticmethod
     def _one(conn, sql, params):
