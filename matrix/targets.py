@@ -68,6 +68,7 @@ def _graphile(version: str) -> Target:
 TARGETS: tuple[Target, ...] = (
     Target("reference", "leasecheck.reference.queue:ReferenceQueue"),
     _sql("reference.sql"),
+    _sql("reference_v2.sql"),
     Target(
         "procrastinate-3.10",
         "leasecheck.adapters.procrastinate_queue:ProcrastinateQueue",
