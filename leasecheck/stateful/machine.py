@@ -114,7 +114,8 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
         self.workers: list[Worker] = []
         self.jobs: list[str] = []
         self.calls = itertools.count(1)
-        self.completions: dict[int, tuple[Held, bool]] = {}
+        self.completions: dict[int, tuple[Held, bool | None]] = {}
+        """call id -> the claim and the queue's answer (None: the connection died under it)."""
         self.voided: set[int] = set()
         self.db_dirty = False
         self.broken = False
@@ -400,12 +401,12 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
     @rule(pick=PICK, size=BATCH)
     @recorded
     def complete_batch(self, pick: int, size: int) -> None:
-        """A worker completes up to `size` of the jobs it holds, oldest first, in one call
-        (`complete_many`), stale claims and all."""
+        """A worker completes up to `size` of the jobs it holds, newest first, in one call
+        (`complete_many`), stale claims and all: a fresh claim leads, a stale one follows."""
         with self._step():
             holders = [w for w in self.workers if w.can_act and self._may(w, "complete") and w.held]
             w = self._pick(holders, pick)
-            self._complete_many(w, w.held[:size])
+            self._complete_many(w, w.held[::-1][:size])
 
     def _complete_many(self, w: Worker, batch: list[Held]) -> None:
         complete_many = self.caps.complete_many
@@ -437,8 +438,9 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
                     w.held.remove(h)
             self.db_dirty = True
             if isinstance(result, BaseException):
+                lost = isinstance(result, psycopg.OperationalError)  # outcome unknown
                 for h in batch:
-                    self.completions[calls[id(h.raw)]] = (h, False)
+                    self.completions[calls[id(h.raw)]] = (h, None if lost else False)
                 return
             answers = list(result)
             if len(answers) != len(batch):
@@ -528,7 +530,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
                 w.held.remove(h)
             self.db_dirty = True
             if isinstance(result, psycopg.OperationalError):
-                self.completions[call_id] = (h, False)
+                self.completions[call_id] = (h, None)  # the connection died: outcome unknown
                 return
             accepted = result is True
             self.completions[call_id] = (h, accepted)
@@ -780,7 +782,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
             return
         self.db_dirty = False
         rows = self.pool.monitor.execute(clock.QUERIES["effects"].text).fetchall()
-        refused = {call for call, (_, accepted) in self.completions.items() if not accepted}
+        refused = {call for call, (_, said) in self.completions.items() if said is False}
         self.oracle.effect_rows(rows, refused, self.voided)
 
     def _check(self) -> None:
