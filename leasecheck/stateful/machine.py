@@ -637,7 +637,9 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
 
         Unless it sleeps `alone`, the first other worker that can act claims meanwhile.
         `then` is what the woken worker does first with the job it was working on,
-        not knowing whether it still owns it: complete, fail, heartbeat or nothing.
+        not knowing whether it still owns it: complete, fail, heartbeat or nothing; or,
+        for a queue with batches, `batch`: a batch worker's loop, which fetches once
+        more and then acknowledges everything it holds in one batch.
         (Named to sort first among the rules: see `stateful.moves`.)
         """
         with self._step():
@@ -657,10 +659,22 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
             then = how.then
             if then == "heartbeat" and not self.caps.heartbeats:
                 then = "nothing"
+            if then == "batch" and not self._batches():
+                then = "complete"
+            if then == "batch":
+                self._fetch_and_ack(w)
+                return
             if then != "nothing" and work in w.held and w.can_act and self._may(w, then):
                 {"complete": self._complete, "fail": self._fail, "heartbeat": self._heartbeat}[
                     then
                 ](w, work)
+
+    def _fetch_and_ack(self, w: Worker) -> None:
+        """Claim once more, then complete everything `w` holds, newest first, in one batch."""
+        if w in self._claimers():
+            self._claim(w)
+        if w.held and w.can_act and self._may(w, "complete"):
+            self._complete_many(w, w.held[::-1])
 
     def _busy(self) -> list[Worker]:
         """Return workers whose crash or cut would change something: they hold work."""
