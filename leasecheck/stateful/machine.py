@@ -731,14 +731,19 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
         return self.sweeper
 
     def _maintain(self) -> None:
+        """Run the queue's recovery sweep, unless its last sweep is still blocked on a lock."""
         maintain = self.caps.maintain
         assert maintain is not None
+        sweeper = self._sweeper()
+        if sweeper.waiting is not None:
+            note(f"t={_seconds(self.now)} the recovery sweep is still blocked: no second one")
+            return
 
         def done(result: Any, at: int) -> None:
             if not isinstance(result, BaseException):
                 note(f"t={_seconds(at)} the queue's recovery sweep ran")
 
-        self._call(self._sweeper(), "maintain", None, maintain, done)
+        self._call(sweeper, "maintain", None, maintain, done)
 
     @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second"]))
     @recorded
