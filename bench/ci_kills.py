@@ -5,8 +5,9 @@
 Each mutant gets the command a queue repository's CI runs (`CI=1 pytest
 properties/test_machine.py --leasecheck-queue SPEC`, every shard, serially, stopping
 at the first failing shard). Prints, per mutant, whether it died, on which property
-(read from the failure file the run left) and the wall time. It judges nothing: the
-kill tests in properties/ do, on a budget of their own.
+(read from the failure file the run left) and the wall time; a run that failed
+without a property's file is an ERROR (the harness's or Hypothesis's), never a kill.
+It judges nothing: the kill tests in properties/ do, on a budget of their own.
 """
 
 from __future__ import annotations
@@ -41,7 +42,13 @@ def run(spec: str) -> dict[str, Any]:
         )
         seconds = time.monotonic() - started
         props = sorted({json.loads(p.read_text())["property"] for p in Path(out).glob("*.json")})
-    return {"killed": done.returncode == 1 and bool(props), "properties": props, "seconds": seconds}
+    errors = [ln for ln in done.stdout.splitlines() if ln.startswith(("E   ", "FAILED"))]
+    return {
+        "killed": done.returncode == 1 and bool(props),
+        "properties": props,
+        "seconds": seconds,
+        "error": None if props or done.returncode == 0 else (errors or ["?"])[0][:200],
+    }
 
 
 def main() -> None:
@@ -52,8 +59,8 @@ def main() -> None:
     results = {}
     for name in args.mutant or sorted(mutants.ALL):
         results[name] = found = run(mutants.ALL[name])
-        verdict = "killed" if found["killed"] else "SURVIVED"
-        props = ", ".join(found["properties"])
+        verdict = "killed" if found["killed"] else "ERROR" if found["error"] else "SURVIVED"
+        props = ", ".join(found["properties"]) or (found["error"] or "")
         print(f"{name:<20} {verdict:<9} {found['seconds']:>6.1f} s  {props}")
         sys.stdout.flush()
     args.json.parent.mkdir(parents=True, exist_ok=True)

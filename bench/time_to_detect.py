@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import hypothesis.core
+import psycopg
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
 from bench._db import reference_database
-from leasecheck.stateful import actors, contract
+from leasecheck.stateful import actors, clock, contract
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 
@@ -66,6 +67,16 @@ def _run(harness: Harness, seed: int, budget: int) -> dict[str, Any]:
     }
 
 
+def _install(queue: contract.Queue, dsn: str) -> None:
+    """Install a queue beside the reference schema, unless its tables are already there."""
+    with clock.connect(dsn) as conn:
+        try:
+            with conn.transaction():
+                queue.install(conn)
+        except psycopg.errors.DuplicateTable:
+            pass  # the reference's schema, which the mutants share
+
+
 def _p90(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
@@ -97,6 +108,7 @@ def main() -> None:
             targets.update({spec: spec for spec in args.queue})
             for name, spec in targets.items():
                 harness = Harness(queue=contract.load(spec), pool=pool)
+                _install(harness.queue, dsn)
                 harness.reset()
                 runs[name] = [_run(harness, seed, args.budget) for seed in range(args.seeds)]
                 killed = [r for r in runs[name] if r["property"]]

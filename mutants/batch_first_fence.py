@@ -19,7 +19,7 @@ from mutants._base import sql
 
 class BatchFirstFence(ReferenceQueue):
     name = "batch-first-fence"
-    expected = ("single-completion", "fencing", "owner-progress")
+    expected = ("single-completion", "fencing", "owner-progress", "late-owner")
 
     def complete_many(
         self, conn: Connection[Any], claims: list[Claim], effect: BatchEffect

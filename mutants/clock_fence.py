@@ -2,7 +2,7 @@
 
 Source: "only accept work while the lease is valid". It refuses the late completion
 of an owner nobody replaced, and it accepts a stale worker whose job was reclaimed
-as long as the new lease runs. Caught by: owner-progress (and fencing).
+as long as the new lease runs. Caught by: owner-progress or late-owner (and fencing).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from mutants._base import sql
 
 class ClockFence(ReferenceQueue):
     name = "clock-fence"
-    expected = ("owner-progress", "fencing", "single-completion")
+    expected = ("owner-progress", "late-owner", "fencing", "single-completion")
 
     def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
         with conn.transaction():

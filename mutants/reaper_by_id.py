@@ -27,7 +27,14 @@ from mutants._base import sql
 class ReaperById(ReferenceQueue):
     name = "reaper-by-id"
     revokes_expired = True
-    expected = ("exclusive-lease", "owner-progress", "no-lost-jobs", "single-completion", "fencing")
+    expected = (
+        "exclusive-lease",
+        "owner-progress",
+        "no-lost-jobs",
+        "single-completion",
+        "fencing",
+        "retry-cap",
+    )
 
     def maintain(self, conn: Connection[Any]) -> None:
         ids = [row[0] for row in conn.execute(sql("reaper_expired")).fetchall()]

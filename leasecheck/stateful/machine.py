@@ -17,13 +17,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from hypothesis import note as _hypothesis_note
 from hypothesis import strategies as st
-from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from psycopg import Connection
 
@@ -44,15 +41,15 @@ from leasecheck.stateful.contract import (
 from leasecheck.stateful.history import History
 from leasecheck.stateful.model import Oracle
 from leasecheck.stateful.moves import BATCH, PICK, STALL, TAKE, Stall, Take
-from leasecheck.stateful.program import FORMAT, Step, digest, recorded, to_json
+from leasecheck.stateful.program import Step, recorded
 from leasecheck.stateful.properties import PropertyViolated, Violation
-from leasecheck.stateful.svg import render_svg
+from leasecheck.stateful.recorder import Failure, Recorder
+from leasecheck.stateful.scheduler import Scheduler, note
+from leasecheck.stateful.scheduler import plain as _plain
 from leasecheck.stateful.timeline import render
+from leasecheck.stateful.units import BEAT, LEASE, SECOND
 from leasecheck.stateful.workers import Held, Worker
 
-SECOND = 1_000_000  # simulated time is kept in integer microseconds
-LEASE = 30 * SECOND
-BEAT = 10 * SECOND
 MAX_JOBS = 3
 
 _ERRORS: dict[str, type[PropertyViolated]] = {}
@@ -64,53 +61,6 @@ def violation_error(prop: str) -> type[PropertyViolated]:
         name = "".join(part.title() for part in prop.split("-")) + "Violated"
         _ERRORS[prop] = type(name, (PropertyViolated,), {"__module__": __name__})
     return _ERRORS[prop]
-
-
-@dataclass(frozen=True)
-class Failure:
-    """One failing example: what broke, the program that broke it, and its history."""
-
-    violation: Violation
-    program: tuple[Step, ...]
-    history: History
-    timeline: str
-
-
-@dataclass
-class Recorder:
-    """Keeps the last failing example per property, for the files a failing run leaves."""
-
-    last: dict[str, Failure] = field(default_factory=dict)
-
-    def write(self, directory: Path, queue: str, spec: str) -> list[Path]:
-        """Write each failure as JSON (program and history), a text timeline and an SVG.
-
-        Files are named by queue, property and a hash of the program, so runs of two
-        queues, or two different failures, never overwrite each other.
-        """
-        written: list[Path] = []
-        for prop, failure in self.last.items():
-            steps = list(failure.program)
-            stem = f"{_file_safe(queue)}-{prop}-{digest(steps)}"
-            paths = {s: directory / f"{stem}{s}" for s in (".json", ".txt", ".svg")}
-            facts = {
-                "format": FORMAT,
-                "queue": queue,
-                "queue_spec": spec,
-                "property": prop,
-                "violation": str(failure.violation),
-                "program": to_json(steps),
-            }
-            failure.history.write(paths[".json"], facts)
-            paths[".txt"].write_text(failure.timeline + "\n")
-            picture = render_svg(failure.history, str(failure.violation), prop, SECOND, LEASE)
-            paths[".svg"].write_text(picture, encoding="utf-8")
-            written += paths.values()
-        return written
-
-
-def _file_safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name) or "queue"
 
 
 @dataclass
@@ -135,17 +85,11 @@ class Harness:
         clock.reset(self.pool.monitor)
 
 
-def note(message: str) -> None:
-    """Tell the story of the example (printed with a failing one); silent outside a test."""
-    if currently_in_test_context():
-        _hypothesis_note(message)
-
-
 def _seconds(us: int) -> str:
     return f"{us / SECOND:g}s"
 
 
-class LeaseMachine(RuleBasedStateMachine):
+class LeaseMachine(Scheduler, RuleBasedStateMachine):
     """Workers claim, heartbeat, pause, crash and complete; the oracle judges every answer."""
 
     def __init__(self, harness: Harness) -> None:
@@ -170,7 +114,8 @@ class LeaseMachine(RuleBasedStateMachine):
         self.workers: list[Worker] = []
         self.jobs: list[str] = []
         self.calls = itertools.count(1)
-        self.completions: dict[int, tuple[Held, bool]] = {}
+        self.completions: dict[int, tuple[Held, bool | None]] = {}
+        """call id -> the claim and the queue's answer (None: the connection died under it)."""
         self.voided: set[int] = set()
         self.db_dirty = False
         self.broken = False
@@ -192,146 +137,6 @@ class LeaseMachine(RuleBasedStateMachine):
     def _new_worker(self, name: str) -> Worker:
         beat = self.pool.open(f"{name}/beat") if self.caps.heartbeats else None
         return Worker(name=name, main=self.pool.open(name), beat=beat)
-
-    def _sessions(self) -> list[actors.Session]:
-        out = []
-        for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
-            out.append(w.main)
-            if w.beat is not None:
-                out.append(w.beat)
-        return out
-
-    def _call(
-        self,
-        w: Worker,
-        op: str,
-        held: Held | None,
-        fn: Callable[[Connection[Any]], Any],
-        done: Callable[[Any, int], None],
-        *,
-        beat: bool = False,
-    ) -> None:
-        """Send one call for one worker and handle its answer when it comes."""
-        session = w.beat if beat else w.main
-        assert session is not None
-        job = self._job_label(held.claim) if held else None
-        token = repr(held.claim.token) if held else None
-        self.history.add(self.now, w.name, op, "invoke", job=job, token=token)
-        at = self.now
-
-        def finish(result: Any) -> None:
-            if beat:
-                w.beat_waiting = None
-            else:
-                w.waiting = None
-            self._finish(w, op, held, at, result, done, beat=beat)
-
-        if beat:
-            w.beat_waiting = finish
-        else:
-            w.waiting = finish
-        actors.submit(self.pool, session, fn, self._sessions())
-        self._settle()
-        if (w.beat_waiting if beat else w.waiting) is None:
-            return
-        if any(s is not session and s.pending is not None for s in self._sessions()):
-            # PostgreSQL does not wake several waiters on one row in a fixed order
-            # (each re-checks the newest version and they race for it), so the
-            # harness lets only one call wait at a time: a second is cancelled.
-            why = "cancelled by the harness: another call already waits on a lock"
-            self.history.add(self.now, w.name, op, "event", job=job, note=why)
-            note(f"  {w.name} {op} would wait behind another waiter: cancelled")
-            self.cancelled.add(id(session))
-            self.pool.cancel(session)
-            self._settle()
-            return
-        self.history.add(self.now, w.name, op, "event", job=job, note="blocked on a lock")
-        note(f"  {w.name} {op} is blocked on a lock")
-
-    def _finish(
-        self,
-        w: Worker,
-        op: str,
-        held: Held | None,
-        at: int,
-        result: Any,
-        done: Callable[[Any, int], None],
-        *,
-        beat: bool,
-    ) -> None:
-        """Record the answer of a call sent at `at` and hand it to `done` with that time."""
-        job = self._job_label(held.claim) if held else None
-        token = repr(held.claim.token) if held else None
-        session = w.beat if beat else w.main
-        if isinstance(result, psycopg.errors.QueryCanceled) and id(session) in self.cancelled:
-            self.cancelled.discard(id(session))
-            self._harness_cancelled(w, op, job, beat=beat)
-            done(result, at)
-            return
-        if isinstance(result, psycopg.OperationalError):
-            self.history.add(
-                self.now,
-                w.name,
-                op,
-                "info",
-                job=job,
-                token=token,
-                note=" ".join(str(result).split())[:120],
-            )
-            done(result, at)
-            return
-        if isinstance(result, BaseException):
-            self.history.add(
-                self.now,
-                w.name,
-                op,
-                "fail",
-                job=job,
-                token=token,
-                note=f"{type(result).__name__}: {result}"[:200],
-            )
-            in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
-            if not beat and w.txn is not None and in_error:
-                w.main.conn.execute("rollback")  # the worker gives up its failed transaction
-                self._end_txn(w, commit=False, why="the transaction failed")
-            done(result, at)
-            return
-        self.history.add(self.now, w.name, op, "ok", job=job, token=token, value=_plain(result))
-        done(result, at)
-
-    def _harness_cancelled(self, w: Worker, op: str, job: str | None, *, beat: bool) -> None:
-        """Record a call the harness cancelled as the harness's doing, never the queue's.
-
-        The cancel aborts the transaction the worker holds open, if the call ran in
-        one; the harness ends that transaction at once, so no later call of the
-        worker runs into an aborted transaction and reads as a refusal.
-        """
-        self.history.add(self.now, w.name, op, "event", job=job, note="cancelled by the harness")
-        in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
-        if not beat and w.txn is not None and in_error:
-            w.main.conn.execute("rollback")
-            self._end_txn(w, commit=False, why="ended by the harness: it cancelled a call in it")
-
-    def _settle(self) -> None:
-        """Let released calls run until each has finished or is blocked again."""
-        sessions = self._sessions()
-        actors.settle(self.pool, sessions)
-        finished = []
-        for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
-            for session, attr in ((w.main, "waiting"), (w.beat, "beat_waiting")):
-                callback = getattr(w, attr)
-                if session is None or callback is None or session.pending is None:
-                    continue
-                if session.pending.done():
-                    finished.append((session.invoked, session, callback))
-        # Calls released together are judged in the order they were sent: PostgreSQL
-        # queues lock waiters first come, first served.
-        for _, session, callback in sorted(finished, key=lambda f: f[0]):
-            try:
-                result = actors.outcome(session)
-            except Exception as exc:
-                result = exc
-            callback(result)
 
     def _observe(self, job_id: JobId) -> str:
         """Read the job's status from the queue's own tables (its `state`), as committed."""
@@ -596,12 +401,12 @@ class LeaseMachine(RuleBasedStateMachine):
     @rule(pick=PICK, size=BATCH)
     @recorded
     def complete_batch(self, pick: int, size: int) -> None:
-        """A worker completes up to `size` of the jobs it holds, oldest first, in one call
-        (`complete_many`), stale claims and all."""
+        """A worker completes up to `size` of the jobs it holds, newest first, in one call
+        (`complete_many`), stale claims and all: a fresh claim leads, a stale one follows."""
         with self._step():
             holders = [w for w in self.workers if w.can_act and self._may(w, "complete") and w.held]
             w = self._pick(holders, pick)
-            self._complete_many(w, w.held[:size])
+            self._complete_many(w, w.held[::-1][:size])
 
     def _complete_many(self, w: Worker, batch: list[Held]) -> None:
         complete_many = self.caps.complete_many
@@ -633,8 +438,9 @@ class LeaseMachine(RuleBasedStateMachine):
                     w.held.remove(h)
             self.db_dirty = True
             if isinstance(result, BaseException):
+                lost = isinstance(result, psycopg.OperationalError)  # outcome unknown
                 for h in batch:
-                    self.completions[calls[id(h.raw)]] = (h, False)
+                    self.completions[calls[id(h.raw)]] = (h, None if lost else False)
                 return
             answers = list(result)
             if len(answers) != len(batch):
@@ -724,7 +530,7 @@ class LeaseMachine(RuleBasedStateMachine):
                 w.held.remove(h)
             self.db_dirty = True
             if isinstance(result, psycopg.OperationalError):
-                self.completions[call_id] = (h, False)
+                self.completions[call_id] = (h, None)  # the connection died: outcome unknown
                 return
             accepted = result is True
             self.completions[call_id] = (h, accepted)
@@ -831,7 +637,9 @@ class LeaseMachine(RuleBasedStateMachine):
 
         Unless it sleeps `alone`, the first other worker that can act claims meanwhile.
         `then` is what the woken worker does first with the job it was working on,
-        not knowing whether it still owns it: complete, fail, heartbeat or nothing.
+        not knowing whether it still owns it: complete, fail, heartbeat or nothing; or,
+        for a queue with batches, `batch`: a batch worker's loop, which fetches once
+        more and then acknowledges everything it holds in one batch.
         (Named to sort first among the rules: see `stateful.moves`.)
         """
         with self._step():
@@ -851,10 +659,22 @@ class LeaseMachine(RuleBasedStateMachine):
             then = how.then
             if then == "heartbeat" and not self.caps.heartbeats:
                 then = "nothing"
+            if then == "batch" and not self._batches():
+                then = "complete"
+            if then == "batch":
+                self._fetch_and_ack(w)
+                return
             if then != "nothing" and work in w.held and w.can_act and self._may(w, then):
                 {"complete": self._complete, "fail": self._fail, "heartbeat": self._heartbeat}[
                     then
                 ](w, work)
+
+    def _fetch_and_ack(self, w: Worker) -> None:
+        """Claim once more, then complete everything `w` holds, newest first, in one batch."""
+        if w in self._claimers():
+            self._claim(w)
+        if w.held and w.can_act and self._may(w, "complete"):
+            self._complete_many(w, w.held[::-1])
 
     def _busy(self) -> list[Worker]:
         """Return workers whose crash or cut would change something: they hold work."""
@@ -911,14 +731,19 @@ class LeaseMachine(RuleBasedStateMachine):
         return self.sweeper
 
     def _maintain(self) -> None:
+        """Run the queue's recovery sweep, unless its last sweep is still blocked on a lock."""
         maintain = self.caps.maintain
         assert maintain is not None
+        sweeper = self._sweeper()
+        if sweeper.waiting is not None:
+            note(f"t={_seconds(self.now)} the recovery sweep is still blocked: no second one")
+            return
 
         def done(result: Any, at: int) -> None:
             if not isinstance(result, BaseException):
                 note(f"t={_seconds(at)} the queue's recovery sweep ran")
 
-        self._call(self._sweeper(), "maintain", None, maintain, done)
+        self._call(sweeper, "maintain", None, maintain, done)
 
     @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second"]))
     @recorded
@@ -976,31 +801,8 @@ class LeaseMachine(RuleBasedStateMachine):
             return
         self.db_dirty = False
         rows = self.pool.monitor.execute(clock.QUERIES["effects"].text).fetchall()
-        by_job: dict[str, list[str]] = {}
-        for call_id, job, token, worker in rows:
-            by_job.setdefault(job, []).append(
-                f"effect row: call {call_id}, {worker}, token {token}"
-            )
-            _, accepted = self.completions.get(call_id, (None, True))
-            if not accepted or call_id in self.voided:
-                self.oracle.violations.append(
-                    Violation(
-                        P.ATOMIC_REJECTION,
-                        f"completion call {call_id} of {worker} was "
-                        f"{'rolled back' if call_id in self.voided else 'rejected'} but its effect "
-                        "committed",
-                    )
-                )
-        for job, evidence in by_job.items():
-            if len(evidence) > 1:
-                label = next((m.label for k, m in self.oracle.jobs.items() if str(k) == job), job)
-                self.oracle.violations.append(
-                    Violation(
-                        P.SINGLE_COMPLETION,
-                        f"{label} completed {len(evidence)} times",
-                        tuple(evidence),
-                    )
-                )
+        refused = {call for call, (_, said) in self.completions.items() if said is False}
+        self.oracle.effect_rows(rows, refused, self.voided)
 
     def _check(self) -> None:
         """Raise the first violation found: later ones in the same step are often its echo."""
@@ -1160,11 +962,3 @@ def _no_effect(conn: Connection[Any]) -> None:
 
 def _no_batch_effect(conn: Connection[Any], claim: Any) -> None:
     """A batch completion's effect when the library runs the task bodies outside it."""
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Claim):
-        return {"job_id": _plain(value.job_id), "token": repr(value.token), "worker": value.worker}
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return value
-    return repr(value)

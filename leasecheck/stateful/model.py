@@ -8,7 +8,7 @@ half-open intervals [granted, end).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
 from leasecheck.stateful import properties as P
@@ -248,6 +248,34 @@ class Oracle:
                 f"for {job.label}; the last from {grant.label} with key {key!r}",
             )
         return True
+
+    def effect_rows(
+        self, rows: Iterable[tuple[int, str, str, str]], refused: set[int], voided: set[int]
+    ) -> None:
+        """Judge the effect rows committed so far (the ground truth in the database).
+
+        A row is written by the harness's effect inside a completion's transaction:
+        two rows for one job are two completions; a row of a call the queue refused,
+        or of one whose transaction rolled back, is an effect that should not be there.
+        """
+        by_job: dict[str, list[str]] = {}
+        for call_id, job, token, worker in rows:
+            by_job.setdefault(job, []).append(
+                f"effect row: call {call_id}, {worker}, token {token}"
+            )
+            if call_id in refused or call_id in voided:
+                self._flag(
+                    P.ATOMIC_REJECTION,
+                    f"completion call {call_id} of {worker} was "
+                    f"{'rolled back' if call_id in voided else 'rejected'} "
+                    "but its effect committed",
+                )
+        for job, evidence in by_job.items():
+            if len(evidence) > 1:
+                label = next((m.label for k, m in self.jobs.items() if str(k) == job), job)
+                self._flag(
+                    P.SINGLE_COMPLETION, f"{label} completed {len(evidence)} times", *evidence
+                )
 
     def exhausted(self, job: JobModel) -> bool:
         """Return whether the job used every attempt it was promised."""

@@ -23,8 +23,9 @@ PICK = st.integers(min_value=0, max_value=7)
 BATCH = st.integers(min_value=1, max_value=3)
 """How many jobs a batch claim asks for, or a batch completion takes."""
 
-WAKE_UP = ("complete", "fail", "heartbeat", "nothing")
-"""What a worker that wakes does first with the job it was working on (simplest first)."""
+WAKE_UP = ("complete", "fail", "heartbeat", "nothing", "batch")
+"""What a worker that wakes does first with the job it was working on (simplest first);
+`batch` fetches once more and acknowledges all it holds in one batch."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from leasecheck.stateful.history import Event, History
 from leasecheck.stateful.properties import DESCRIPTIONS
+from leasecheck.stateful.units import LEASE, SECOND
 
 STRIP = ("producer", "clock")
 """Lanes drawn as thin rows at the top, one each: they hold no leases."""
@@ -1009,11 +1010,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--out", type=Path, help="where to write (default: HISTORY.svg)")
     parser.add_argument("--lease", type=float, help="lease in seconds (default: the machine's)")
     args = parser.parse_args(argv)
-    from leasecheck.stateful.machine import (
-        LEASE,
-        SECOND,
-    )  # here, not at the top: the machine imports us
-
     try:
         history, violation, prop = load(args.history)
     except (OSError, ValueError, TypeError) as exc:

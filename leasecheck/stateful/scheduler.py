@@ -1,0 +1,195 @@
+"""The call scheduler: one call at a time per session, run until it answers or blocks.
+
+The machine's rules decide what happens; this part sends each call on its worker's
+session, notices a call blocked on a lock, lets at most one call wait at a time
+(cancelling a second, as the harness's own doing), and hands every answer back in
+the order the calls were sent. It judges nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from hypothesis import note as _hypothesis_note
+from hypothesis.control import currently_in_test_context
+from psycopg import Connection
+
+from leasecheck.stateful import actors
+from leasecheck.stateful.contract import Claim
+from leasecheck.stateful.history import History
+from leasecheck.stateful.workers import Held, Worker
+
+
+def note(message: str) -> None:
+    """Tell the story of the example (printed with a failing one); silent outside a test."""
+    if currently_in_test_context():
+        _hypothesis_note(message)
+
+
+def plain(value: Any) -> Any:
+    """Return `value` as something the history can hold and serialise."""
+    if isinstance(value, Claim):
+        return {"job_id": plain(value.job_id), "token": repr(value.token), "worker": value.worker}
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return repr(value)
+
+
+class Scheduler:
+    """The machine's call plumbing, as a base class; the machine supplies the state below."""
+
+    pool: actors.Pool
+    history: History
+    workers: list[Worker]
+    sweeper: Worker | None
+    now: int
+    cancelled: set[int]
+    """ids of sessions whose running call the harness cancelled (the error is its doing)."""
+
+    def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
+        raise NotImplementedError
+
+    def _job_label(self, claim: Claim) -> str:
+        raise NotImplementedError
+
+    def _sessions(self) -> list[actors.Session]:
+        out = []
+        for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
+            out.append(w.main)
+            if w.beat is not None:
+                out.append(w.beat)
+        return out
+
+    def _call(
+        self,
+        w: Worker,
+        op: str,
+        held: Held | None,
+        fn: Callable[[Connection[Any]], Any],
+        done: Callable[[Any, int], None],
+        *,
+        beat: bool = False,
+    ) -> None:
+        """Send one call for one worker and handle its answer when it comes."""
+        session = w.beat if beat else w.main
+        assert session is not None
+        job = self._job_label(held.claim) if held else None
+        token = repr(held.claim.token) if held else None
+        self.history.add(self.now, w.name, op, "invoke", job=job, token=token)
+        at = self.now
+
+        def finish(result: Any) -> None:
+            if beat:
+                w.beat_waiting = None
+            else:
+                w.waiting = None
+            self._finish(w, op, held, at, result, done, beat=beat)
+
+        if beat:
+            w.beat_waiting = finish
+        else:
+            w.waiting = finish
+        actors.submit(self.pool, session, fn, self._sessions())
+        self._settle()
+        if (w.beat_waiting if beat else w.waiting) is None:
+            return
+        if any(s is not session and s.pending is not None for s in self._sessions()):
+            # PostgreSQL does not wake several waiters on one row in a fixed order
+            # (each re-checks the newest version and they race for it), so the
+            # harness lets only one call wait at a time: a second is cancelled.
+            why = "cancelled by the harness: another call already waits on a lock"
+            self.history.add(self.now, w.name, op, "event", job=job, note=why)
+            note(f"  {w.name} {op} would wait behind another waiter: cancelled")
+            self.cancelled.add(id(session))
+            self.pool.cancel(session)
+            self._settle()
+            return
+        self.history.add(self.now, w.name, op, "event", job=job, note="blocked on a lock")
+        note(f"  {w.name} {op} is blocked on a lock")
+
+    def _finish(
+        self,
+        w: Worker,
+        op: str,
+        held: Held | None,
+        at: int,
+        result: Any,
+        done: Callable[[Any, int], None],
+        *,
+        beat: bool,
+    ) -> None:
+        """Record the answer of a call sent at `at` and hand it to `done` with that time."""
+        job = self._job_label(held.claim) if held else None
+        token = repr(held.claim.token) if held else None
+        session = w.beat if beat else w.main
+        if isinstance(result, psycopg.errors.QueryCanceled) and id(session) in self.cancelled:
+            self.cancelled.discard(id(session))
+            self._harness_cancelled(w, op, job, beat=beat)
+            done(result, at)
+            return
+        if isinstance(result, psycopg.OperationalError):
+            self.history.add(
+                self.now,
+                w.name,
+                op,
+                "info",
+                job=job,
+                token=token,
+                note=" ".join(str(result).split())[:120],
+            )
+            done(result, at)
+            return
+        if isinstance(result, BaseException):
+            self.history.add(
+                self.now,
+                w.name,
+                op,
+                "fail",
+                job=job,
+                token=token,
+                note=f"{type(result).__name__}: {result}"[:200],
+            )
+            in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+            if not beat and w.txn is not None and in_error:
+                w.main.conn.execute("rollback")  # the worker gives up its failed transaction
+                self._end_txn(w, commit=False, why="the transaction failed")
+            done(result, at)
+            return
+        self.history.add(self.now, w.name, op, "ok", job=job, token=token, value=plain(result))
+        done(result, at)
+
+    def _harness_cancelled(self, w: Worker, op: str, job: str | None, *, beat: bool) -> None:
+        """Record a call the harness cancelled as the harness's doing, never the queue's.
+
+        The cancel aborts the transaction the worker holds open, if the call ran in
+        one; the harness ends that transaction at once, so no later call of the
+        worker runs into an aborted transaction and reads as a refusal.
+        """
+        self.history.add(self.now, w.name, op, "event", job=job, note="cancelled by the harness")
+        in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+        if not beat and w.txn is not None and in_error:
+            w.main.conn.execute("rollback")
+            self._end_txn(w, commit=False, why="ended by the harness: it cancelled a call in it")
+
+    def _settle(self) -> None:
+        """Let released calls run until each has finished or is blocked again."""
+        sessions = self._sessions()
+        actors.settle(self.pool, sessions)
+        finished = []
+        for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
+            for session, attr in ((w.main, "waiting"), (w.beat, "beat_waiting")):
+                callback = getattr(w, attr)
+                if session is None or callback is None or session.pending is None:
+                    continue
+                if session.pending.done():
+                    finished.append((session.invoked, session, callback))
+        # Calls released together are judged in the order they were sent: PostgreSQL
+        # queues lock waiters first come, first served.
+        for _, session, callback in sorted(finished, key=lambda f: f[0]):
+            try:
+                result = actors.outcome(session)
+            except Exception as exc:
+                result = exc
+            callback(result)
