@@ -1,5 +1,6 @@
 """The machine honours what a queue declares it cannot do: one job per worker at a time,
-and only some calls inside a transaction the harness holds open.
+only some calls inside a transaction the harness holds open, a heartbeat that answers
+nothing.
 
 The queue under test is the reference with a recorder that notes every time the
 machine asks it for something it declared impossible. (It notes rather than raises:
@@ -21,6 +22,7 @@ from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract
 from leasecheck.stateful.contract import Claim, Effect
 from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.properties import OWNER_PROGRESS, PropertyViolated
 
 BUDGET = settings(
     max_examples=150,
@@ -111,3 +113,36 @@ def test_held_calls_that_are_not_calls_are_refused() -> None:
     queue.held_calls = frozenset({"complete", "finish"})  # type: ignore[attr-defined]
     with pytest.raises(contract.ContractError, match="held_calls names finish"):
         contract.capabilities(queue)
+
+
+class Silent(ReferenceQueue):
+    """The reference's heartbeat, fire and forget: it keeps the lease and answers None."""
+
+    name = "silent-heartbeat"
+    heartbeat_answers = False
+
+    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
+        super().heartbeat(conn, claim, lease)
+        return None  # type: ignore[return-value]
+
+
+def test_a_heartbeat_that_answers_nothing_is_not_judged(reference_pool: actors.Pool) -> None:
+    harness = Harness(queue=Silent(), pool=reference_pool)
+    harness.reset()
+    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
+    assert any(g.startswith("heartbeat-answers:") for g in contract.not_checked(Silent()))
+
+
+class Misread(Silent):
+    """The same heartbeat, not declared: its None reads as a refusal."""
+
+    heartbeat_answers = True
+
+
+def test_undeclared_a_silent_heartbeat_reads_as_a_refusal(reference_pool: actors.Pool) -> None:
+    """The declaration is what keeps the judge quiet: without it, the owner is 'refused'."""
+    harness = Harness(queue=Misread(), pool=reference_pool)
+    harness.reset()
+    with pytest.raises(PropertyViolated) as caught:
+        run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
+    assert caught.value.violation.prop == OWNER_PROGRESS

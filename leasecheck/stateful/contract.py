@@ -99,6 +99,10 @@ class Capabilities:
     - `ordered_tokens`: tokens of one job strictly increase (checked by fencing).
     - `held_transactions`: its calls may run inside a transaction the harness holds open.
     - `heartbeats`: it can extend a lease at all (the story's naive queue cannot).
+    - `heartbeat_answers`: its heartbeat's answer is one its users see. A library
+      whose heartbeat is fire and forget (it answers nothing, raises nothing and
+      cancels nothing) declares False: the machine still sends it, so the library
+      keeps the lease, but judges nothing from it (the answer is unknown).
     - `advance_clock`: its own way to move time forward, for queues that do not read
       `now()`; called as `advance_clock(conn, delta)`.
     - `state`: `state(conn, job_id) -> str`, the job's status as the queue's tables
@@ -131,6 +135,7 @@ class Capabilities:
     maintain: Callable[[Connection[Any]], None] | None = None
     revokes_expired: bool = False
     transactional_effects: bool = True
+    heartbeat_answers: bool = True
     held_calls: frozenset[str] = frozenset()
     one_claim_per_worker: bool = False
     claim_many: Callable[[Connection[Any], str, timedelta, int], list[Any]] | None = None
@@ -161,6 +166,7 @@ def capabilities(queue: Queue) -> Capabilities:
         maintain=getattr(queue, "maintain", None),
         revokes_expired=bool(getattr(queue, "revokes_expired", False)),
         transactional_effects=bool(getattr(queue, "transactional_effects", True)),
+        heartbeat_answers=bool(getattr(queue, "heartbeat_answers", True)),
         held_calls=held_calls,
         one_claim_per_worker=bool(getattr(queue, "one_claim_per_worker", False)),
         claim_many=getattr(queue, "claim_many", None),
@@ -178,6 +184,12 @@ def not_checked(queue: Queue) -> list[str]:
         gaps.append(
             f"heartbeats: {queue.name} has none; the heartbeat half of fencing "
             "and owner-progress is not exercised"
+        )
+    if caps.heartbeats and not caps.heartbeat_answers:
+        gaps.append(
+            f"heartbeat-answers: {queue.name}'s heartbeat answers nothing; it keeps the "
+            "lease, but no heartbeat extends a judged lease or is judged by fencing, "
+            "owner-progress or late-owner"
         )
     if caps.state is None:
         gaps.append(

@@ -197,6 +197,8 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
             if isinstance(result, BaseException):
                 h.believed = False
                 return
+            if not self.caps.heartbeat_answers:
+                return  # fire and forget: the lease is kept, the answer unknown
             accepted = bool(result)
             if not accepted:
                 h.believed = False
@@ -481,6 +483,9 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
 
         def done(result: Any, at: int) -> None:
             if isinstance(result, BaseException):
+                return
+            if not self.caps.heartbeat_answers:
+                note(f"t={_seconds(at)} {w.name} heartbeats {h.label}: it answers nothing")
                 return
             accepted = bool(result)
             if not accepted:
