@@ -89,10 +89,15 @@ def test_round_trip_enqueue_claim_complete(conn: psycopg.Connection[Any]) -> Non
 
 
 def test_declarations_follow_the_release() -> None:
-    """The task body runs outside the write; only claim-fenced releases revoke expired work."""
+    """The task body runs outside the write; only claim-fenced releases revoke expired work.
+
+    Only they tell a worker its claim is gone (the `job.recovered` event cancels the
+    execution), so only their heartbeat's reading is judged.
+    """
     q = ChancyQueue()
     assert q.transactional_effects is False and q.max_attempts is None
     assert q.revokes_expired is (RELEASE >= (0, 26, 0))
+    assert q.heartbeat_answers is (RELEASE >= (0, 26, 0))
 
 
 def test_jobs_come_out_in_push_order(conn: psycopg.Connection[Any]) -> None:

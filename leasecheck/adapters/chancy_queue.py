@@ -27,6 +27,20 @@ How chancy maps onto the contract (read from chancy's `worker.py`, `app.py`,
   claim id and no such event, the row is `running`, `taken_by` this worker, with this
   fetch's `started_at` (recovery clears both, a re-fetch sets a new `started_at`). An
   adaptation: chancy never answers a heartbeat per job; the answer is read from its row.
+- Whether that answer is judged (`heartbeat_answers`), per release. 0.26.0: yes. Its
+  Recovery notifies `job.recovered` with the job and the claim it revoked
+  (`plugins/recovery.py`, `recover`, line 128), and the worker cancels exactly that
+  execution (`worker.py`: `self.hub.on("job.recovered", self._handle_recovery)`, line
+  248; `_handle_recovery`, line 1102): what the row says, the worker's user sees.
+  0.25.1: no (False). `announce_worker` returns None and its only notice is
+  `worker.announced` (`worker.py`, lines 556-609); Recovery's only notice is
+  `recovery.recovered` with a row count (`plugins/recovery.py`, lines 64-71), which the
+  worker does not listen to; the one event the worker acts on is `job.cancelled`, sent
+  only by the app's `cancel_job` (`worker.py`, line 214; `app.py`, line 1145). A
+  0.25.1 user's execution runs on, told nothing, after its job was recovered or
+  overwritten, so the row reading above is the adapter's, not chancy's answer: the
+  machine still sends the announcement (it keeps the job's lease) but judges nothing
+  from it.
 - When a lease runs out: the leader's `Recovery` plugin (every 60 s, a sweeper) puts
   back to `pending` each `running` job whose `taken_by` worker has no `last_seen` within
   `heartbeat_timeout`, and adds 1 to its `max_attempts`. That is `maintain()`, run by
@@ -205,6 +219,7 @@ class ChancyQueue:
     held_transactions = False
     transactional_effects = False
     revokes_expired = FENCED
+    heartbeat_answers = FENCED
     max_attempts: int | None = None
 
     def __init__(

@@ -27,14 +27,17 @@ from psycopg.rows import dict_row
 QUEUE = "witness"
 RELEASE: dict[int, asyncio.Event] = {}
 STARTED: list[int] = []
+FAIL: set[int] = set()
 DEADLINE = 30.0
 
 
 async def job_body() -> None:
-    """The task: execution n waits until the script releases it."""
+    """The task: execution n waits until the script releases it, then returns or raises."""
     n = len(STARTED) + 1
     STARTED.append(n)
     await RELEASE.setdefault(n, asyncio.Event()).wait()
+    if n in FAIL:
+        raise RuntimeError(f"execution {n} failed (the witness asked it to)")
 
 
 class Written(Plugin):  # type: ignore[misc]  # chancy ships no types
