@@ -8,6 +8,8 @@ very violation the run reported, from the facts alone, and write the same facts.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from hypothesis.stateful import run_state_machine_as_test
 import mutants
 from leasecheck import cli
 from leasecheck.stateful import actors, contract
-from leasecheck.stateful.judge import rejudge
+from leasecheck.stateful.judge import rejudge, token_value
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 
@@ -99,3 +101,14 @@ def test_the_judge_command(
     assert cli.main(["judge", str(old)]) == 2
     err = capsys.readouterr().err.strip()
     assert "no judge's facts" in err and len(err.splitlines()) == 1
+
+
+def test_tokens_are_written_down_as_values_that_order_alike() -> None:
+    """A fact holds plain values, and a token read back compares as the original did."""
+    early = datetime(2026, 9, 1, 23, 0, tzinfo=timezone(timedelta(hours=-5)))
+    late = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    pairs = [(1, 2), (Decimal(3), Decimal("3.5")), (early, late), ((2, "a"), (10, "a"))]
+    for small, big in pairs:
+        a, b = token_value(small), token_value(big)
+        assert json.loads(json.dumps([a, b])) == [a, b]
+        assert a < b and a != b and token_value(small) == a

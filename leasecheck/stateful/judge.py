@@ -16,6 +16,8 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from leasecheck.stateful.contract import Claim, JobId
@@ -46,11 +48,18 @@ class Fact:
 def token_value(token: Hashable) -> Any:
     """Return a token as a plain value that compares as the token does.
 
-    Numbers and strings stay as they are, tuples become lists (ordered the same
-    way), anything else its repr (equal when equal, and never ordered).
+    Numbers and strings stay as they are, a decimal becomes a number, a timestamp a
+    fixed-width string (so it still sorts by time), tuples become lists (ordered the
+    same way), anything else its repr (equal when equal, and never ordered).
     """
     if token is None or isinstance(token, (bool, int, float, str)):
         return token
+    if isinstance(token, Decimal):
+        return int(token) if token == token.to_integral_value() else float(token)
+    if isinstance(token, datetime):
+        if token.tzinfo is not None:
+            return token.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return token.strftime("%Y-%m-%dT%H:%M:%S.%f")
     if isinstance(token, (tuple, list)):
         return [token_value(t) for t in token]
     return repr(token)
