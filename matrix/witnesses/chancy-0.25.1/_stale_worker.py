@@ -102,8 +102,11 @@ def worker(app: Chancy, name: str) -> Worker:
     )
 
 
-async def scenario(dsn: str, b_waits: bool) -> dict[str, Any]:
-    """Replay the steps; return what the row and chancy's update hooks showed."""
+async def scenario(dsn: str, b_waits: bool, b_fails: bool = False) -> dict[str, Any]:
+    """Replay the steps; return what the row and chancy's update hooks showed.
+
+    `b_waits`: B's execution ends only after A's late update; `b_fails`: it then raises.
+    """
     written = Written()
     app = Chancy(dsn, plugins=[written], no_default_plugins=True)
     seen: dict[str, Any] = {"written": written.by}
@@ -154,20 +157,29 @@ async def scenario(dsn: str, b_waits: bool) -> dict[str, Any]:
         seen["after_a"] = row(dsn, job_id)
         say(f"execution 1 (worker A) released; then -> {shown(seen['after_a'])}")
         if b_waits:
+            if b_fails:
+                FAIL.add(2)
             RELEASE.setdefault(2, asyncio.Event()).set()
-            await until("B's update", lambda: ("worker-b", "succeeded") in written.by)
+            await until("B's update", lambda: any(w == "worker-b" for w, _ in written.by))
+            seen["b_wrote"] = next((st for w, st in written.by if w == "worker-b"), None)
             await asyncio.sleep(1.5)
             seen["after_b"] = row(dsn, job_id)
-            say(f"execution 2 released; then -> {shown(seen['after_b'])}")
+            ended = "raised" if b_fails else "returned"
+            say(f"execution 2 (worker B) {ended}; chancy wrote state={seen['b_wrote']}")
+            say(f"  then -> {shown(seen['after_b'])}")
         say(f"updates chancy reported written (on_job_updated, worker and state): {written.by}")
+        for n in range(3, 6):  # a job written retrying may run again: let it end
+            RELEASE.setdefault(n, asyncio.Event()).set()
         await a.stop()
         await b.stop()
     return seen
 
 
-def main(judge: Callable[[dict[str, Any]], tuple[bool, str]], b_waits: bool) -> int:
+def main(
+    judge: Callable[[dict[str, Any]], tuple[bool, str]], b_waits: bool, b_fails: bool = False
+) -> int:
     """Run the scenario, print the verdict line, return the exit status."""
-    seen = asyncio.run(scenario(sys.argv[1], b_waits))
+    seen = asyncio.run(scenario(sys.argv[1], b_waits, b_fails))
     ok, sentence = judge(seen)
     print(("WITNESSED: " if ok else "NOT REPRODUCED: ") + sentence, flush=True)
     return 0 if ok else 1
