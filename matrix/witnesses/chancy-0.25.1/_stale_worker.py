@@ -82,6 +82,34 @@ def row(dsn: str, job_id: Any) -> dict[str, Any]:
     return dict(found)
 
 
+def announced(dsn: str, worker_id: str) -> bool:
+    """Whether chancy has the worker's heartbeat row yet (its first announcement)."""
+    with psycopg.connect(dsn) as conn:
+        found = conn.execute(
+            "select 1 from chancy_workers where worker_id = %s", [worker_id]
+        ).fetchone()
+    return found is not None
+
+
+async def silence(dsn: str, worker_id: str) -> bool:
+    """Make the worker look silent for 60 s: rewrite chancy's own `last_seen`.
+
+    Waits for the worker's first announcement (its heartbeat task runs beside its
+    first fetch), so the rewrite cannot come before the row it rewrites.
+    """
+    if not await until(f"{worker_id}'s first heartbeat", lambda: announced(dsn, worker_id)):
+        return False
+    with psycopg.connect(dsn) as conn:
+        done = conn.execute(
+            "update chancy_workers set last_seen = last_seen - interval '60 seconds'"
+            " where worker_id = %s",
+            [worker_id],
+        )
+        rewritten = done.rowcount == 1
+    say(f"time: rewrote chancy_workers.last_seen of {worker_id} 60 s into the past")
+    return rewritten
+
+
 def shown(r: dict[str, Any]) -> str:
     done = r["completed_at"]
     at = done.astimezone(datetime.UTC).strftime("%H:%M:%S.%f") if done else None
@@ -125,12 +153,8 @@ async def scenario(dsn: str, b_waits: bool, b_fails: bool = False) -> dict[str, 
             return seen
         say(f"worker A fetched it; its execution 1 hangs -> {shown(row(dsn, job_id))}")
 
-        with psycopg.connect(dsn) as conn:
-            conn.execute(
-                "update chancy_workers set last_seen = last_seen - interval '60 seconds'"
-                " where worker_id = 'worker-a'"
-            )
-        say("time: rewrote chancy_workers.last_seen of worker-a 60 s into the past")
+        if not await silence(dsn, "worker-a"):
+            return seen
 
         leader = worker(app, "leader")
         async with app.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:

@@ -20,7 +20,19 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
-from _stale_worker import FAIL, QUEUE, RELEASE, STARTED, Written, row, say, shown, until, worker
+from _stale_worker import (
+    FAIL,
+    QUEUE,
+    RELEASE,
+    STARTED,
+    Written,
+    row,
+    say,
+    shown,
+    silence,
+    until,
+    worker,
+)
 from chancy import Chancy, Job, Queue
 from chancy.plugins.recovery import Recovery
 from psycopg.rows import dict_row
@@ -92,12 +104,8 @@ async def scenario(dsn: str, steps: Steps) -> tuple[bool, str]:
                 return False, "worker A never started the job"
             say(f"worker A fetched it; its execution 1 hangs -> {shown(run.row())}")
 
-            with psycopg.connect(dsn) as conn:
-                conn.execute(
-                    "update chancy_workers set last_seen = last_seen - interval '60 seconds'"
-                    " where worker_id = 'worker-a'"
-                )
-            say("time: rewrote chancy_workers.last_seen of worker-a 60 s into the past")
+            if not await silence(dsn, "worker-a"):
+                return False, "chancy never recorded worker A's heartbeat, so it could not age"
 
             leader = worker(app, "leader")
             async with app.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
