@@ -4,8 +4,9 @@
                                    [--queue module:attr ...]
 
 For every mutant and seed: examples and seconds to the first failure (no
-shrinking), and the property it broke. Prints median and p90 per mutant and writes
-the raw runs as JSON.
+shrinking), and the property it broke. A seed that ends in an error of the harness
+(not a broken property) is recorded as such and counts as no kill. Prints median
+and p90 per mutant and writes the raw runs as JSON.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _run(harness: Harness, seed: int, budget: int) -> dict[str, Any]:
 
     hypothesis.core.global_force_seed = seed  # type: ignore[assignment]
     start = time.perf_counter()
-    prop = None
+    prop = error = None
     try:
         run_state_machine_as_test(
             factory,  # type: ignore[arg-type]
@@ -53,8 +54,11 @@ def _run(harness: Harness, seed: int, budget: int) -> dict[str, Any]:
                 suppress_health_check=list(HealthCheck),
             ),
         )
-    except PropertyViolated as error:
-        prop = error.violation.prop
+    except PropertyViolated as violated:
+        prop = violated.violation.prop
+    except Exception as exc:  # the harness's own failure: recorded, never a kill
+        first = (str(exc).strip().splitlines() or [""])[0]
+        error = f"{type(exc).__name__}: {first}"
     finally:
         hypothesis.core.global_force_seed = None
     seconds = time.perf_counter() - start
@@ -64,6 +68,7 @@ def _run(harness: Harness, seed: int, budget: int) -> dict[str, Any]:
         "property": prop,
         "examples": made - 1 if prop else made,
         "seconds": seconds,
+        "error": error,
     }
 
 
@@ -115,6 +120,11 @@ def main() -> None:
                 examples = [float(r["examples"]) for r in killed] or [float("nan")]
                 seconds = [r["seconds"] for r in killed] or [float("nan")]
                 props = sorted({r["property"] for r in killed})
+                errors = [r for r in runs[name] if r["error"]]
+                if errors:
+                    props.append(
+                        f"{len(errors)} seeds ended in a harness error: {errors[0]['error']}"
+                    )
                 print(
                     f"{name:<20} {len(killed):>3}/{len(runs[name]):<3} "
                     f"{statistics.median(examples):>7.0f} {_p90(examples):>7.0f} "

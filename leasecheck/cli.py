@@ -2,17 +2,22 @@
 
     leasecheck check QUEUE | --sql FILE.sql [-n N] [--pg-dsn DSN] [--profile P] [-- ARGS]
     leasecheck replay FILE.json [--queue QUEUE] [--pg-dsn DSN]
+    leasecheck judge FILE.json
     leasecheck svg FILE.json [-o OUT.svg]
 
 `check` runs the property tests through pytest, isolated from the current project's
 pytest configuration, and exits 0 only when every property holds. `replay` runs a
-saved program step by step against a queue (by default the one that failed) and
-exits 1 if a property breaks. Failures of the command itself exit 2 with one line.
+saved program step by step against a queue (by default the one that failed),
+exits 1 if a property breaks and saves that failure's files in .leasecheck/. `judge`
+judges a saved failure's facts again with this leasecheck's oracle, without a queue
+or a database, and exits 1 if a property breaks. Failures of the command itself exit
+2 with one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -22,6 +27,7 @@ import leasecheck
 from leasecheck.adapters.sqlfile_queue import SqlFileError, SqlFileQueue
 from leasecheck.dbfixtures import janitor, servers
 from leasecheck.stateful import actors, clock, contract, profiles, replay, svg
+from leasecheck.stateful.judge import rejudge
 from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.properties import PropertyViolated
 
@@ -72,6 +78,10 @@ def _parser() -> argparse.ArgumentParser:
     again.add_argument("--sql", type=Path, metavar="FILE", help="replay against a .sql queue")
     _server_options(again)
     again.set_defaults(run=_replay)
+
+    rejudge = commands.add_parser("judge", help="judge a saved failure's facts again")
+    rejudge.add_argument("file", type=Path, metavar="FILE.json")
+    rejudge.set_defaults(run=_judge)
 
     draw = commands.add_parser("svg", help="draw a saved history as an SVG timeline")
     draw.add_argument("file", type=Path, metavar="FILE.json")
@@ -155,6 +165,10 @@ def _run(harness: Harness, saved: replay.Saved) -> int:
         done = replay.replay(harness, saved.steps)
     except PropertyViolated as error:
         print(str(error))
+        out = Path(".leasecheck")
+        for path in harness.recorder.write(out, harness.queue.name, harness.spec):
+            if path.suffix == ".json":
+                print(f"leasecheck: saved {path} (and .txt, .svg beside it)")
         return 1
     finally:
         harness.pool.close()
@@ -162,6 +176,35 @@ def _run(harness: Harness, saved: replay.Saved) -> int:
         print(f"leasecheck: skipped {line}")
     print(f"leasecheck: every property holds over the {len(done.ran)} steps that applied")
     return 0
+
+
+def _judge(args: argparse.Namespace) -> int:
+    """Judge a failure file's saved facts again; 0 when every property holds, 1 if not."""
+    try:
+        data = json.loads(args.file.read_text())
+        judge = rejudge(data["judge"])
+    except (OSError, json.JSONDecodeError) as exc:
+        raise _Usage(f"{args.file}: cannot read it as JSON ({exc})") from None
+    except (KeyError, TypeError):
+        raise _Usage(
+            f"{args.file}: it has no judge's facts (written by an older leasecheck); "
+            "replay it with `leasecheck replay` to save a file that has them"
+        ) from None
+    except ValueError as exc:
+        raise _Usage(f"{args.file}: {exc}") from None
+    oracle = judge.oracle
+    print(f"leasecheck: judged {len(judge.facts)} facts of {args.file} again")
+    for line in [*oracle.declared, *oracle.unjudged]:
+        print(f"leasecheck: not judged: {line}")
+    found = oracle.violations or oracle.deferred
+    for violation in found:
+        print(str(violation))
+    saved = str(data.get("violation", ""))
+    if saved and saved not in {str(v) for v in found}:
+        print(f"leasecheck: the run that saved it reported: {saved.splitlines()[0]}")
+    if not found:
+        print("leasecheck: every property holds on these facts")
+    return 1 if found else 0
 
 
 def _svg(args: argparse.Namespace) -> int:

@@ -75,3 +75,27 @@ def test_an_inline_call_stuck_outside_the_harness_ends_in_stuck(
         stranger.execute(LOCK)
         with pytest.raises(actors.Stuck, match="a's call neither finished"):
             actors.submit(pool, a, lambda c: c.execute(LOCK), [a])
+
+
+def test_calls_in_a_deadlock_are_left_for_the_caller_to_break(
+    pool: actors.Pool, pair: tuple[actors.Session, actors.Session]
+) -> None:
+    """A cycle is stuck for good, like a wait on a held transaction: `settle` returns
+    instead of raising, and cancelling the newest call (as PostgreSQL would) frees it."""
+    a, b = pair
+    a.conn.execute("begin")
+    a.conn.execute("select pg_advisory_xact_lock(1)")
+    both = "select pg_advisory_xact_lock(2), pg_advisory_xact_lock(1)"
+    actors.submit(pool, b, lambda c: c.execute(both), [a, b])  # takes 2, waits on a for 1
+    actors.settle(pool, [a, b])
+    actors.submit(pool, a, lambda c: c.execute("select pg_advisory_xact_lock(2)"), [a, b])
+    actors.settle(pool, [a, b])  # a waits on b, b on a
+    assert a.pending is not None and not a.pending.done()
+    assert b.pending is not None and not b.pending.done()
+    pool.cancel(a)
+    actors.settle(pool, [a, b])
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        actors.outcome(a)
+    a.conn.execute("rollback")
+    actors.settle(pool, [a, b])
+    assert b.pending.done() and b.pending.exception() is None

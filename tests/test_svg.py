@@ -1,7 +1,9 @@
 """The SVG timeline, read back as XML: lanes, lease bars, completions and the violation.
 
-The fixtures in tests/data are histories the machine wrote for real mutants
-(`.leasecheck/*.json`); the small hand-built ones pin down one rule each.
+The fixtures in tests/data are failure files the machine wrote for real mutants
+(`tests/data/make_svg_fixtures.py`), drawn with the judge their saved facts give; the
+small hand-built ones pin down one rule each, with a judge told their answers as the
+machine tells it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from typing import Any
 
 import pytest
 
+from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.history import History
+from leasecheck.stateful.judge import Judge, Rules
+from leasecheck.stateful.model import Grant
 from leasecheck.stateful.svg import _CHAR, load, main, render_svg
 
 DATA = Path(__file__).with_name("data")
@@ -23,17 +28,41 @@ NS = "{http://www.w3.org/2000/svg}"
 FIXTURES = sorted(DATA.glob("*.json"))
 
 
-def _svg(history: History, violation: str | None = None, prop: str | None = None) -> ET.Element:
-    return ET.fromstring(render_svg(history, violation, prop, SECOND, LEASE).encode())
+def _judged(history: History) -> Judge:
+    """A judge told a hand-built history's committed answers, in order, as the machine does."""
+    judge = Judge(Rules(lease=LEASE, max_attempts=None, ordered_tokens=False))
+    grants: dict[tuple[str, Any], Grant] = {}
+    for e in history.events:
+        if e.kind != "ok":
+            continue
+        if e.op == "enqueue":
+            judge.enqueued(e.value, e.job or "?")
+        elif e.op == "claim" and isinstance(e.value, dict):
+            claim = Claim(e.value["job_id"], e.value["token"], e.worker)
+            label = f"{e.worker}#{claim.token}"
+            grants[(e.worker, claim.token)] = judge.grant(claim, label, int(e.at), "k", e.seq)
+        elif e.op in ("heartbeat", "complete", "fail"):
+            getattr(judge, e.op)(grants[(e.worker, e.token)], e.value is True, int(e.at))
+    return judge
+
+
+def _svg(
+    history: History,
+    violation: str | None = None,
+    prop: str | None = None,
+    judge: Judge | None = None,
+) -> ET.Element:
+    judge = judge or _judged(history)
+    return ET.fromstring(render_svg(history, judge, violation, prop, SECOND).encode())
 
 
 def _classed(root: ET.Element, *classes: str) -> list[ET.Element]:
     return [e for e in root.iter() if set(classes) <= set((e.get("class") or "").split())]
 
 
-def _fixture(path: Path) -> tuple[History, str | None, str | None, dict[str, Any]]:
-    history, violation, prop = load(path)
-    return history, violation, prop, json.loads(path.read_text())
+def _fixture(path: Path) -> tuple[History, Judge, str | None, str | None, dict[str, Any]]:
+    history, judge, violation, prop = load(path)
+    return history, judge, violation, prop, json.loads(path.read_text())
 
 
 def _claims(raw: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -58,17 +87,17 @@ def test_fixtures_are_there() -> None:
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
 def test_one_lane_per_worker(path: Path) -> None:
     """Every worker in the history gets one labelled lane; producer and clock get none."""
-    history, violation, prop, raw = _fixture(path)
+    history, judge, violation, prop, raw = _fixture(path)
     workers = {e["worker"] for e in raw["history"]} - {"producer", "clock"}
-    lanes = [e.text for e in _classed(_svg(history, violation, prop), "lane")]
+    lanes = [e.text for e in _classed(_svg(history, violation, prop, judge), "lane")]
     assert sorted(lanes) == sorted(workers)
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
 def test_one_bar_per_claim_with_its_job(path: Path) -> None:
     """Each answered claim is one lease bar, in its worker's lane, labelled with its job."""
-    history, violation, prop, raw = _fixture(path)
-    root = _svg(history, violation, prop)
+    history, judge, violation, prop, raw = _fixture(path)
+    root = _svg(history, violation, prop, judge)
     bars = [
         (b.get("data-worker"), b.get("data-job"), b.get("data-token"))
         for b in _classed(root, "lease")
@@ -81,8 +110,8 @@ def test_one_bar_per_claim_with_its_job(path: Path) -> None:
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
 def test_completions_are_counted_by_outcome(path: Path) -> None:
     """Accepted and rejected completions are drawn as many times as the history has them."""
-    history, violation, prop, raw = _fixture(path)
-    root = _svg(history, violation, prop)
+    history, judge, violation, prop, raw = _fixture(path)
+    root = _svg(history, violation, prop, judge)
     done = [e for e in raw["history"] if e["op"] == "complete" and e["kind"] == "ok"]
     assert len(_classed(root, "complete", "accepted")) == sum(e["value"] is True for e in done)
     assert len(_classed(root, "complete", "rejected")) == sum(e["value"] is False for e in done)
@@ -90,8 +119,8 @@ def test_completions_are_counted_by_outcome(path: Path) -> None:
 
 def test_naive_race_shows_two_accepted_completions_on_the_named_bars() -> None:
     """The naive mutant's double completion: two bars of job1, both completions accepted."""
-    history, violation, prop, _ = _fixture(DATA / "naive-single-completion.json")
-    root = _svg(history, violation, prop)
+    history, judge, violation, prop, _ = _fixture(DATA / "naive-single-completion.json")
+    root = _svg(history, violation, prop, judge)
     hot = {
         (b.get("data-worker"), b.get("data-job"), b.get("data-token"))
         for b in _classed(root, "lease")
@@ -105,9 +134,9 @@ def test_naive_race_shows_two_accepted_completions_on_the_named_bars() -> None:
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
 def test_violation_caption_names_the_property(path: Path) -> None:
     """The caption box carries the property id and every line of the violation text."""
-    history, violation, prop, _ = _fixture(path)
+    history, judge, violation, prop, _ = _fixture(path)
     assert violation and prop
-    root = _svg(history, violation, prop)
+    root = _svg(history, violation, prop, judge)
     [box] = _classed(root, "violation")
     assert box.get("data-property") == prop
     [title] = _classed(root, "violation-title")
@@ -120,8 +149,8 @@ def test_violation_caption_names_the_property(path: Path) -> None:
 
 def test_no_caption_without_a_violation() -> None:
     """A history drawn without a violation has no caption and no highlighted bar."""
-    history, _, _, _ = _fixture(DATA / "naive-single-completion.json")
-    root = _svg(history)
+    history, judge, _, _, _ = _fixture(DATA / "naive-single-completion.json")
+    root = _svg(history, judge=judge)
     assert _classed(root, "violation") == []
     assert not any(b.get("data-hot") for b in _classed(root, "lease"))
 
@@ -165,6 +194,19 @@ def test_a_lapse_revived_by_a_heartbeat_is_drawn_as_lapsed() -> None:
     assert len(_classed(root, "lapsed")) == 1
 
 
+def test_the_bar_is_the_judges_lease_not_every_accepted_heartbeat() -> None:
+    """A stale claim's heartbeat the queue accepted (a fencing violation) extends no
+    lease: the judge's lease for w0 still ends at 30 s, and the picture says so."""
+    h = _story()
+    _claimed(h, "w1", 31 * SECOND, token="2")
+    h.add(40 * SECOND, "w0", "heartbeat", "invoke", job="job1", token="1")
+    h.add(40 * SECOND, "w0", "heartbeat", "ok", job="job1", token="1", value=True)
+    judge = _judged(h)
+    assert [v.prop for v in judge.oracle.violations] == ["fencing"]
+    ends = {b.get("data-worker"): b.get("data-lease-end") for b in _classed(_svg(h), "lease")}
+    assert ends == {"w0": str(30 * SECOND), "w1": str(61 * SECOND)}
+
+
 def test_crash_ends_the_bar() -> None:
     """A crashed worker's claim ends at the crash."""
     h = _story()
@@ -204,10 +246,10 @@ def test_hostile_text_stays_valid_xml() -> None:
 def test_cli_writes_an_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`python -m stateful.svg HISTORY.json -o OUT` writes a parseable picture."""
     out = tmp_path / "out.svg"
-    assert main([str(DATA / "no-row-lock-exclusive-lease.json"), "-o", str(out)]) == 0
+    assert main([str(DATA / "no-row-lock-no-lost-jobs.json"), "-o", str(out)]) == 0
     root = ET.parse(out).getroot()
     assert root.tag == f"{NS}svg"
-    assert _classed(root, "violation")[0].get("data-property") == "exclusive-lease"
+    assert _classed(root, "violation")[0].get("data-property") == "no-lost-jobs"
 
 
 def test_cli_rejects_a_file_that_is_not_a_history(

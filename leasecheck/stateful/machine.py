@@ -25,7 +25,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from psycopg import Connection
 
 from leasecheck.stateful import actors, clock
-from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import (
     CALLS,
     STATES,
@@ -39,7 +38,7 @@ from leasecheck.stateful.contract import (
     capabilities,
 )
 from leasecheck.stateful.history import History
-from leasecheck.stateful.model import Oracle
+from leasecheck.stateful.judge import Judge, Rules
 from leasecheck.stateful.moves import BATCH, PICK, STALL, TAKE, Stall, Take
 from leasecheck.stateful.program import Step, recorded
 from leasecheck.stateful.properties import PropertyViolated, Violation
@@ -100,14 +99,18 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
         self.pool = harness.pool
         self.now = 0
         self.history = History()
-        self.oracle = Oracle(
+        rules = Rules(
             lease=LEASE,
             max_attempts=self.queue.max_attempts,
             ordered_tokens=self.caps.ordered_tokens,
             revokes_expired=self.caps.revokes_expired,
             answers_complete=not self.caps.transactional_effects,
-            observe=self._observe if self.caps.state is not None else None,
+            observes=self.caps.state is not None,
         )
+        self.judge = Judge(rules, observe=self._observe)
+        """Every answer goes to the judge, which writes it down as a fact and judges it."""
+        self.oracle = self.judge.oracle
+        """What the judge concluded so far; read here, never written."""
         self.sweeper: Worker | None = None
         """The queue's own recovery (`maintain`), on a connection of its own."""
         self.said = 0
@@ -204,7 +207,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
                 h.believed = False
                 h.next_beat = None
             if h.grant is not None:
-                self.oracle.heartbeat(h.grant, accepted, at)
+                self.judge.heartbeat(h.grant, accepted, at)
 
         self._call(
             w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done, beat=True
@@ -297,7 +300,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
         label = f"job{len(self.jobs) + 1}"
         self.history.add(self.now, "producer", "enqueue", "invoke", job=label)
         job_id = self.queue.enqueue(self.pool.monitor, {"n": len(self.jobs) + 1, "kind": "receipt"})
-        self.oracle.enqueued(job_id, label)
+        self.judge.enqueued(job_id, label)
         self.jobs.append(label)
         self.history.add(self.now, "producer", "enqueue", "ok", job=label, value=_plain(job_id))
         note(f"t={_seconds(self.now)} enqueue {label}")
@@ -352,9 +355,10 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
         held = Held(claim=claim, label=label, raw=result)
         w.held.append(held)
         key = self.queue.effect_key(result)
+        answered = self.history.events[-1].seq  # the line that recorded this answer
 
         def grant() -> None:
-            held.grant = self.oracle.grant(claim, label, at, key)
+            held.grant = self.judge.grant(claim, label, at, key, answered)
             if w.beat is not None and not w.crashed:
                 held.next_beat = self.now + BEAT
 
@@ -500,7 +504,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
 
     def _judge_beat(self, h: Held, accepted: bool, at: int) -> None:
         if h.grant is not None:
-            self.oracle.heartbeat(h.grant, accepted, at)
+            self.judge.heartbeat(h.grant, accepted, at)
 
     @precondition(lambda self: bool(self._pairs("complete")))
     @rule(pick=PICK)
@@ -551,7 +555,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
 
     def _judge_complete(self, h: Held, accepted: bool, at: int) -> None:
         if h.grant is not None:
-            self.oracle.complete(h.grant, accepted, at)
+            self.judge.complete(h.grant, accepted, at)
 
     @precondition(lambda self: bool(self._pairs("send")))
     @rule(pick=PICK)
@@ -566,7 +570,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
             note(f"t={_seconds(self.now)} {w.name} holds back the effect of uncommitted {h.label}")
             return
         key = self.queue.effect_key(h.raw)
-        taken = self.oracle.external_effect(h.grant, key)
+        taken = self.judge.external_effect(h.grant, key)
         self.history.add(
             self.now,
             w.name,
@@ -606,7 +610,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
 
     def _judge_fail(self, h: Held, accepted: bool, at: int) -> None:
         if h.grant is not None:
-            self.oracle.fail(h.grant, accepted, at)
+            self.judge.fail(h.grant, accepted, at)
 
     @precondition(lambda self: any(not w.paused for w in self.workers))
     @rule(pick=PICK)
@@ -807,7 +811,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
         self.db_dirty = False
         rows = self.pool.monitor.execute(clock.QUERIES["effects"].text).fetchall()
         refused = {call for call, (_, said) in self.completions.items() if said is False}
-        self.oracle.effect_rows(rows, refused, self.voided)
+        self.judge.effect_rows(rows, refused, self.voided)
 
     def _check(self) -> None:
         """Raise the first violation found: later ones in the same step are often its echo."""
@@ -826,7 +830,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
         self.broken = True
         timeline = render(self.history, SECOND)
         self.h.recorder.last[violation.prop] = Failure(
-            violation, tuple(self.program), self.history, timeline
+            violation, tuple(self.program), self.history, timeline, self.judge.to_json()
         )
         raise violation_error(violation.prop)(violation, timeline)
 
@@ -878,16 +882,8 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
             self._raise(v)
         if self.oracle.observe is None:
             return  # no-lost-jobs needs the queue's state(): a named gap, never a pass
-        lost = self.oracle.lost_jobs()
-        if lost:
-            self._raise(
-                Violation(
-                    P.NO_LOST_JOBS,
-                    "after healing and a full drain, the queue shows jobs neither done once "
-                    "nor failed for good",
-                    tuple(lost),
-                )
-            )
+        self.judge.drained()
+        self._check()
 
     DRAIN_WAITS = 10
     """How often the drain waits for a scheduled retry, doubling the wait from one lease."""
@@ -933,11 +929,9 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
 
     def _pending(self) -> bool:
         """Return whether the queue shows a job still queued or running (False without state)."""
-        if self.oracle.observe is None:
-            return False
-        return any(
-            self.oracle.observe(job_id) in ("queued", "running") for job_id in self.oracle.jobs
-        )
+        if self.caps.state is None:
+            return False  # the machine's own look, not the judge's: not recorded as a fact
+        return any(self._observe(job_id) in ("queued", "running") for job_id in self.oracle.jobs)
 
     def _drained(self, w: Worker) -> Callable[[Any, int], None]:
         def done(result: Any, at: int) -> None:
@@ -946,7 +940,9 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
             claim = as_claim(result)
             label = f"drain:{self._job_label(claim)}#{claim.token!r}"
             held = Held(claim=claim, label=label, raw=result)
-            held.grant = self.oracle.grant(claim, label, at, self.queue.effect_key(result))
+            key = self.queue.effect_key(result)
+            answered = self.history.events[-1].seq
+            held.grant = self.judge.grant(claim, label, at, key, answered)
             w.held.append(held)
 
         return done

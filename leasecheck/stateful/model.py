@@ -25,6 +25,8 @@ class Grant:
     granted_at: int
     lease_end: int
     released: bool = False
+    renewals: list[tuple[int, int]] = field(default_factory=list)
+    """(when, the lease end it replaced) for each heartbeat that extended the lease."""
 
 
 @dataclass
@@ -184,6 +186,7 @@ class Oracle:
         job = self.job(grant.claim)
         if grant is self.owner(job):
             if accepted:
+                grant.renewals.append((at, grant.lease_end))
                 grant.lease_end = at + self.lease
             else:
                 self._refused(grant, "heartbeat", at)
@@ -280,6 +283,17 @@ class Oracle:
     def exhausted(self, job: JobModel) -> bool:
         """Return whether the job used every attempt it was promised."""
         return self.max_attempts is not None and len(job.grants) >= self.max_attempts
+
+    def drained(self) -> None:
+        """Judge no-lost-jobs, once healing and a full drain are over."""
+        lost = self.lost_jobs()
+        if lost:
+            self._flag(
+                P.NO_LOST_JOBS,
+                "after healing and a full drain, the queue shows jobs neither done once "
+                "nor failed for good",
+                *lost,
+            )
 
     def lost_jobs(self) -> list[str]:
         """Return the jobs the queue shows neither done once nor failed for good (after a drain).

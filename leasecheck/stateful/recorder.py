@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from leasecheck.stateful.history import History
+from leasecheck.stateful.judge import rejudge
 from leasecheck.stateful.program import FORMAT, Step, digest, to_json
 from leasecheck.stateful.properties import Violation
 from leasecheck.stateful.svg import render_svg
-from leasecheck.stateful.units import LEASE, SECOND
+from leasecheck.stateful.units import SECOND
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,8 @@ class Failure:
     program: tuple[Step, ...]
     history: History
     timeline: str
+    judged: dict[str, Any]
+    """The judge's rules and facts (`Judge.to_json`): all the verdict rests on."""
 
 
 @dataclass
@@ -29,7 +33,8 @@ class Recorder:
     last: dict[str, Failure] = field(default_factory=dict)
 
     def write(self, directory: Path, queue: str, spec: str) -> list[Path]:
-        """Write each failure as JSON (program and history), a text timeline and an SVG.
+        """Write each failure as JSON (program, history, the judge's facts), a text timeline
+        and an SVG.
 
         Files are named by queue, property and a hash of the program, so runs of two
         queues, or two different failures, never overwrite each other.
@@ -46,10 +51,12 @@ class Recorder:
                 "property": prop,
                 "violation": str(failure.violation),
                 "program": to_json(steps),
+                "judge": failure.judged,
             }
             failure.history.write(paths[".json"], facts)
             paths[".txt"].write_text(failure.timeline + "\n")
-            picture = render_svg(failure.history, str(failure.violation), prop, SECOND, LEASE)
+            judge = rejudge(failure.judged)  # the picture shows what the saved facts say
+            picture = render_svg(failure.history, judge, str(failure.violation), prop, SECOND)
             paths[".svg"].write_text(picture, encoding="utf-8")
             written += paths.values()
         return written

@@ -98,7 +98,9 @@ class Scheduler:
         if any(s is not session and s.pending is not None for s in self._sessions()):
             # PostgreSQL does not wake several waiters on one row in a fixed order
             # (each re-checks the newest version and they race for it), so the
-            # harness lets only one call wait at a time: a second is cancelled.
+            # harness lets only one call wait at a time: a second is cancelled. That
+            # also ends a deadlock (the second waits on the first) as PostgreSQL
+            # would: it aborts the newest waiter.
             why = "cancelled by the harness: another call already waits on a lock"
             self.history.add(self.now, w.name, op, "event", job=job, note=why)
             note(f"  {w.name} {op} would wait behind another waiter: cancelled")

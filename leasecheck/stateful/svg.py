@@ -1,16 +1,18 @@
 """Draw a history as an SVG picture: who held which lease when, and whose completion won.
 
-    leasecheck svg HISTORY.json [-o OUT.svg] [--lease SECONDS]
+    leasecheck svg HISTORY.json [-o OUT.svg]
 
 One lane per worker, simulated time left to right. Each claim is a bar in its job's
-colour from the claim to the end of its lease (accepted heartbeats extend it); a
+colour from the claim to the end of its lease as the judge saw it (the heartbeats it
+accepted from the owner extend it); a
 worker that still holds a job after its lease ran out gets a hatched tail up to its
 completion, failure or crash. So a race reads at a glance: two bars of one job in two
 lanes, two green completions. Events that happen at one simulated instant get a
 column each, in history order, and the gap between instants grows with the elapsed
 time on a log scale: a 1 µs race and a 30 s lease both stay visible.
 
-It reads the same `History` the text timeline renders and judges nothing: the
+It reads the same `History` the text timeline renders, and the leases of the judge
+that judged it again from the file's saved facts: it derives nothing of its own. The
 violation it marks is the one the machine found. Plain SVG, no dependencies.
 """
 
@@ -27,8 +29,10 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from leasecheck.stateful.history import Event, History
+from leasecheck.stateful.judge import Judge, rejudge
+from leasecheck.stateful.model import Grant
 from leasecheck.stateful.properties import DESCRIPTIONS
-from leasecheck.stateful.units import LEASE, SECOND
+from leasecheck.stateful.units import SECOND
 
 STRIP = ("producer", "clock")
 """Lanes drawn as thin rows at the top, one each: they hold no leases."""
@@ -67,6 +71,10 @@ class _Bar:
     voided: set[int] = field(default_factory=set)
     lapses: list[tuple[int, int]] = field(default_factory=list)
     """(lease end, column of the heartbeat that revived it) for each lapse."""
+    grant: Grant | None = None
+    """The judge's grant for this claim (None: never committed); its lease is the bar's."""
+    beats: dict[int, int] = field(default_factory=dict)
+    """When each heartbeat on the bar was sent -> its column."""
 
 
 @dataclass
@@ -100,9 +108,9 @@ def _time(us: float, second: int) -> str:
     return f"{us / second:g}s"
 
 
-def _parse(history: History, lease: int) -> _Parsed:
+def _parse(history: History, judge: Judge) -> _Parsed:
     """Walk the history once: columns, bars with their ends, lane markers."""
-    reader = _Reader(lease)
+    reader = _Reader(judge)
     for e in history.events:
         reader.read(e)
     return reader.done()
@@ -114,8 +122,9 @@ _Key = tuple[str, str, str | None, str | None]
 class _Reader:
     """What the history has said so far: open bars, transactions, pauses, blocked calls."""
 
-    def __init__(self, lease: int) -> None:
-        self.lease = lease
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        self.lease = judge.rules.lease
         self.p = _Parsed()
         self.ids: dict[str, str] = {}
         self.invoked: dict[_Key, float] = {}
@@ -142,7 +151,11 @@ class _Reader:
         elif e.op == "claim" and e.kind == "ok" and isinstance(e.value, dict):
             job_id = e.value.get("job_id")
             job = self._job(self.ids.get(str(job_id), f"job?{job_id}"))
-            b = _Bar(e.worker, job, e.value.get("token"), col, int(sent) + self.lease, waited)
+            # The lease is the judge's: from the claim, extended by the heartbeats it
+            # accepted as the owner's. A claim never committed keeps the lease it was given.
+            grant = self.judge.grant_of(e.seq)
+            lease_end = grant.lease_end if grant else int(sent) + self.lease
+            b = _Bar(e.worker, job, e.value.get("token"), col, lease_end, waited, grant=grant)
             p.bars.append(b)
             self.open.setdefault(e.worker, []).append(b)
             if e.worker in self.txn:
@@ -158,6 +171,10 @@ class _Reader:
             p.marks.append(_Mark(col, e.worker, "loose", e.op, title))
 
     def done(self) -> _Parsed:
+        for b in self.p.bars:  # a heartbeat the judge took after the lease ran out revived it
+            for at, ended in b.grant.renewals if b.grant else []:
+                if at > ended and at in b.beats:
+                    b.lapses.append((ended, b.beats[at]))
         for worker, (start, why) in self.paused.items():
             self.p.pauses.append((worker, start, None, why))
         return self.p
@@ -189,10 +206,8 @@ class _Reader:
             self.p.marks.append(_Mark(col, e.worker, "loose", e.op, title))
         else:
             held.marks.append((col, op, accepted))
-            if e.op == "heartbeat" and accepted:
-                if sent > held.lease_end:  # the lease had lapsed: this heartbeat revives it
-                    held.lapses.append((held.lease_end, col))
-                held.lease_end = max(held.lease_end, sent + self.lease)
+            if e.op == "heartbeat":
+                held.beats.setdefault(sent, col)
             elif e.op in ("complete", "fail"):
                 self._end(held, col, e.op)
         if waited is not None:
@@ -385,10 +400,11 @@ class _Svg:
 
 
 def render_svg(
-    history: History, violation: str | None, prop: str | None, second: int, lease: int
+    history: History, judge: Judge, violation: str | None, prop: str | None, second: int
 ) -> str:
-    """Return the history as an SVG document (a string); `lease` is the claim's lease in µs."""
-    p = _parse(history, lease)
+    """Return the history as an SVG document (a string), leases as `judge` judged them."""
+    lease = judge.rules.lease
+    p = _parse(history, judge)
     if violation:
         _highlight(p, violation)
     axis = _Axis(p.cols, second)
@@ -994,30 +1010,35 @@ def _caption(svg: _Svg, y: float, width: float, violation: str, prop: str | None
     return y + height
 
 
-def load(path: Path) -> tuple[History, str | None, str | None]:
-    """Read a history file the recorder wrote; return the history, violation and property."""
+def load(path: Path) -> tuple[History, Judge, str | None, str | None]:
+    """Read a history file the recorder wrote; return the history, the judge that judged
+    its saved facts again, the violation and the property."""
     data = json.loads(path.read_text())
     if not isinstance(data, dict) or not isinstance(data.get("history"), list):
         raise ValueError("not a leasecheck history: expected a JSON object with a 'history' list")
+    if not isinstance(data.get("judge"), dict):
+        raise ValueError(
+            "it has no judge's facts (written by an older leasecheck); replay its "
+            "program with `leasecheck replay` to get a file that has them"
+        )
     names = {f.name for f in fields(Event)}
     events = [Event(**{k: v for k, v in e.items() if k in names}) for e in data["history"]]
-    return History(events=events), data.get("violation"), data.get("property")
+    judge = rejudge(data["judge"])
+    return History(events=events), judge, data.get("violation"), data.get("property")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("history", type=Path, help="a .leasecheck/*.json file a failing run left")
     parser.add_argument("-o", "--out", type=Path, help="where to write (default: HISTORY.svg)")
-    parser.add_argument("--lease", type=float, help="lease in seconds (default: the machine's)")
     args = parser.parse_args(argv)
     try:
-        history, violation, prop = load(args.history)
+        history, judge, violation, prop = load(args.history)
     except (OSError, ValueError, TypeError) as exc:
         print(f"leasecheck svg: {args.history}: {exc}", file=sys.stderr)
         return 2
-    lease = int(args.lease * SECOND) if args.lease else LEASE
     out = args.out or args.history.with_suffix(".svg")
-    out.write_text(render_svg(history, violation, prop, SECOND, lease), encoding="utf-8")
+    out.write_text(render_svg(history, judge, violation, prop, SECOND), encoding="utf-8")
     print(f"wrote {out}")
     return 0
 

@@ -1,0 +1,263 @@
+"""One judge, fed by facts: every verdict comes from what the history records.
+
+The machine never tells the oracle anything directly. It hands each committed
+answer to the judge, which writes it down as a fact (plain values only) and only
+then lets the oracle judge that fact. So the facts a failing run saves are all
+the oracle ever saw, and `rejudge` can judge a saved history again: with today's
+oracle, after a fix to it, or to read its lease intervals for a picture.
+
+What the queue's `state()` answered while the oracle judged is a fact too, so a
+history is judged again without the queue or its database.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Callable, Hashable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from leasecheck.stateful.contract import Claim, JobId
+from leasecheck.stateful.model import Grant, Observe, Oracle
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What the oracle must know about the queue, saved beside the facts."""
+
+    lease: int
+    max_attempts: int | None
+    ordered_tokens: bool
+    revokes_expired: bool = False
+    answers_complete: bool = False
+    observes: bool = False
+    """Whether the queue has `state()`; without it, what needs it goes unjudged."""
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One input of the oracle: `op` names the oracle's method, `args` its arguments."""
+
+    op: str
+    args: dict[str, Any]
+
+
+def token_value(token: Hashable) -> Any:
+    """Return a token as a plain value that compares as the token does.
+
+    Numbers and strings stay as they are, a decimal becomes a number, a timestamp a
+    fixed-width string (so it still sorts by time), tuples become lists (ordered the
+    same way), anything else its repr (equal when equal, and never ordered).
+    """
+    if token is None or isinstance(token, (bool, int, float, str)):
+        return token
+    if isinstance(token, Decimal):
+        return int(token) if token == token.to_integral_value() else float(token)
+    if isinstance(token, datetime):
+        if token.tzinfo is not None:
+            return token.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return token.strftime("%Y-%m-%dT%H:%M:%S.%f")
+    if isinstance(token, (tuple, list)):
+        return [token_value(t) for t in token]
+    return repr(token)
+
+
+class _Token(list[Any]):
+    """A token read back from a fact: a list that hashes, as claims need."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(repr(self))
+
+
+def _read_token(value: Any) -> Hashable:
+    if isinstance(value, list):
+        return _Token(_read_token(v) for v in value)
+    return value  # type: ignore[no-any-return]
+
+
+@dataclass
+class Judge:
+    """Writes each answer down as a fact, then has the oracle judge it."""
+
+    rules: Rules
+    observe: Observe | None = None
+    """The queue's `state()` (live), or None when judging again from facts."""
+    facts: list[Fact] = field(default_factory=list)
+    grants: list[Grant] = field(default_factory=list)
+    oracle: Oracle = field(init=False)
+    events: list[int | None] = field(default_factory=list)
+    """For each grant, the history event (seq) that answered the claim, if known."""
+    _told: deque[Fact] = field(default_factory=deque)
+    """When judging again: the states recorded after the fact being judged."""
+    _taken: bool = False
+
+    def __post_init__(self) -> None:
+        r = self.rules
+        self.oracle = Oracle(
+            lease=r.lease,
+            max_attempts=r.max_attempts,
+            ordered_tokens=r.ordered_tokens,
+            revokes_expired=r.revokes_expired,
+            answers_complete=r.answers_complete,
+            observe=self._state if r.observes else None,
+        )
+
+    # ------------------------------------------------------------- the facts
+
+    def enqueued(self, job_id: JobId, label: str) -> None:
+        self._judge(Fact("enqueued", {"job_id": job_id, "label": label}))
+
+    def grant(self, claim: Claim, label: str, at: int, key: str, event: int | None = None) -> Grant:
+        """Judge a committed claim; `event` is the history line that answered it."""
+        fact = Fact(
+            "grant",
+            {
+                "job_id": claim.job_id,
+                "token": token_value(claim.token),
+                "worker": claim.worker,
+                "label": label,
+                "at": at,
+                "key": key,
+                "event": event,
+            },
+        )
+        self._judge(fact)
+        return self.grants[-1]
+
+    def heartbeat(self, grant: Grant, accepted: bool, at: int) -> None:
+        self._answer("heartbeat", grant, accepted, at)
+
+    def complete(self, grant: Grant, accepted: bool, at: int) -> None:
+        self._answer("complete", grant, accepted, at)
+
+    def fail(self, grant: Grant, accepted: bool, at: int) -> None:
+        self._answer("fail", grant, accepted, at)
+
+    def external_effect(self, grant: Grant, key: str) -> bool:
+        """Deliver an effect to the oracle's deduplicating receiver; return whether it took it."""
+        self._judge(Fact("external_effect", {"grant": self.grants.index(grant), "key": key}))
+        return self._taken
+
+    def effect_rows(
+        self, rows: list[tuple[int, str, str, str]], refused: set[int], voided: set[int]
+    ) -> None:
+        self._judge(
+            Fact(
+                "effect_rows",
+                {
+                    "rows": [list(r) for r in rows],
+                    "refused": sorted(refused),
+                    "voided": sorted(voided),
+                },
+            )
+        )
+
+    def drained(self) -> None:
+        """Judge no-lost-jobs after the drain, from the queue's state (recorded as facts)."""
+        self._judge(Fact("drained", {}))
+
+    # ------------------------------------------------------------- judging
+
+    def _answer(self, op: str, grant: Grant, accepted: bool, at: int) -> None:
+        self._judge(Fact(op, {"grant": self.grants.index(grant), "accepted": accepted, "at": at}))
+
+    def _judge(self, fact: Fact) -> None:
+        self.facts.append(fact)
+        apply: Callable[..., Any] = getattr(self, f"_apply_{fact.op}")
+        apply(**fact.args)
+
+    def _apply_enqueued(self, job_id: JobId, label: str) -> None:
+        self.oracle.enqueued(job_id, label)
+
+    def _apply_grant(
+        self,
+        job_id: JobId,
+        token: Any,
+        worker: str,
+        label: str,
+        at: int,
+        key: str,
+        event: int | None,
+    ) -> None:
+        claim = Claim(job_id=job_id, token=_read_token(token), worker=worker)
+        self.grants.append(self.oracle.grant(claim, label, at, key))
+        self.events.append(event)
+
+    def grant_of(self, event: int) -> Grant | None:
+        """Return the grant the history line `event` handed out, if it was ever committed."""
+        try:
+            return self.grants[self.events.index(event)]
+        except ValueError:
+            return None
+
+    def _apply_heartbeat(self, grant: int, accepted: bool, at: int) -> None:
+        self.oracle.heartbeat(self.grants[grant], accepted, at)
+
+    def _apply_complete(self, grant: int, accepted: bool, at: int) -> None:
+        self.oracle.complete(self.grants[grant], accepted, at)
+
+    def _apply_fail(self, grant: int, accepted: bool, at: int) -> None:
+        self.oracle.fail(self.grants[grant], accepted, at)
+
+    def _apply_external_effect(self, grant: int, key: str) -> None:
+        self._taken = self.oracle.external_effect(self.grants[grant], key)
+
+    def _apply_effect_rows(
+        self, rows: list[list[Any]], refused: list[int], voided: list[int]
+    ) -> None:
+        self.oracle.effect_rows(
+            [(int(c), str(j), str(t), str(w)) for c, j, t, w in rows], set(refused), set(voided)
+        )
+
+    def _apply_drained(self) -> None:
+        self.oracle.drained()
+
+    def _apply_state(self, job_id: JobId, status: str) -> None:
+        """A state answer is read while another fact is judged, never judged by itself."""
+
+    def _state(self, job_id: JobId) -> str:
+        """What the queue's `state()` answers: asked live and written down, or read back."""
+        if self.observe is not None:
+            status = self.observe(job_id)
+            self.facts.append(Fact("state", {"job_id": job_id, "status": status}))
+            return status
+        if not self._told or self._told[0].args["job_id"] != job_id:
+            raise ValueError(
+                f"the saved facts do not say what state() answered for job {job_id!r} here; "
+                "the history was judged by another oracle: run the queue again"
+            )
+        told = self._told.popleft()
+        self.facts.append(told)
+        return str(told.args["status"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rules": asdict(self.rules), "facts": [asdict(f) for f in self.facts]}
+
+
+def rejudge(saved: dict[str, Any]) -> Judge:
+    """Judge saved facts again (`Judge.to_json`'s form) and return the judge that did."""
+    try:
+        rules = Rules(**saved["rules"])
+        facts = [Fact(op=f["op"], args=f["args"]) for f in saved["facts"]]
+    except (KeyError, TypeError) as exc:
+        raise ValueError(
+            f"not a judge's record of facts ({exc}); it needs rules and facts"
+        ) from None
+    judge = Judge(rules)
+    for i, fact in enumerate(facts):
+        if fact.op == "state":
+            continue  # read back by the fact before it
+        if not hasattr(judge, f"_apply_{fact.op}"):
+            raise ValueError(f"fact {i} is {fact.op!r}, which this oracle does not know")
+        states = itertools.takewhile(lambda f: f.op == "state", facts[i + 1 :])
+        judge._told = deque(states)
+        judge._judge(fact)
+        if judge._told:
+            raise ValueError(
+                f"fact {i} ({fact.op}) was judged without reading every state() answer "
+                "recorded for it: the history was judged by another oracle"
+            )
+    return judge

@@ -1,0 +1,114 @@
+"""One judge: a saved failure's facts, judged again without the queue, give its verdict.
+
+Each mutant is run until it fails, its files are written as a user's run writes
+them, and the JSON is read back: `rejudge` (and `leasecheck judge`) must find the
+very violation the run reported, from the facts alone, and write the same facts.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+import mutants
+from leasecheck import cli
+from leasecheck.stateful import actors, contract
+from leasecheck.stateful.judge import rejudge, token_value
+from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.properties import PropertyViolated
+
+FIND = settings(
+    max_examples=300,
+    stateful_step_count=30,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=(Phase.generate,),
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+# One mutant per kind of fact: effect rows, a heartbeat, a failure report, the
+# receiver, and the queue's state() read while judging (late-owner, no-lost-jobs).
+KINDS = ["naive", "unfenced-heartbeat", "unfenced-fail", "attempt-key", "strict-lease"]
+
+
+def _saved(
+    name: str, pool: actors.Pool, out: Path, budget: settings = FIND
+) -> tuple[Path, PropertyViolated]:
+    spec = mutants.ALL[name]
+    harness = Harness(queue=contract.load(spec), pool=pool, spec=spec)
+    harness.reset()
+    with pytest.raises(PropertyViolated) as error:
+        run_state_machine_as_test(lambda: LeaseMachine(harness), settings=budget)
+    (path,) = [p for p in harness.recorder.write(out, name, spec) if p.suffix == ".json"]
+    return path, error.value
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_saved_facts_are_judged_again_to_the_same_violation(
+    name: str, reference_pool: actors.Pool, tmp_path: Path
+) -> None:
+    path, error = _saved(name, reference_pool, tmp_path)
+    saved = json.loads(path.read_text())["judge"]
+    judge = rejudge(saved)
+    found = [str(v) for v in [*judge.oracle.violations, *judge.oracle.deferred]]
+    assert str(error.violation) in found
+    assert json.loads(json.dumps(judge.to_json(), default=str)) == saved
+
+
+def test_no_lost_jobs_is_judged_again_from_state_answers(
+    reference_pool: actors.Pool, tmp_path: Path
+) -> None:
+    """limbo-at-cap dies on what state() answered after the drain: those answers are
+    facts in the file, so no-lost-jobs is judged again without the database."""
+    budget = settings(FIND, max_examples=1000)
+    path, error = _saved("limbo-at-cap", reference_pool, tmp_path, budget)
+    assert error.violation.prop == "no-lost-jobs"
+    saved = json.loads(path.read_text())["judge"]
+    assert [f["op"] for f in saved["facts"]].count("state") >= len(error.violation.evidence)
+    assert str(error.violation) in [str(v) for v in rejudge(saved).oracle.violations]
+
+
+def test_facts_the_oracle_did_not_read_are_refused(
+    reference_pool: actors.Pool, tmp_path: Path
+) -> None:
+    """A state answer that was never asked for means another oracle judged the file."""
+    path, error = _saved("strict-lease", reference_pool, tmp_path)
+    assert error.violation.prop == "late-owner"  # judged from a state() answer
+    saved = json.loads(path.read_text())["judge"]
+    first = next(i for i, f in enumerate(saved["facts"]) if f["op"] == "state")
+    saved["facts"].insert(first, {"op": "state", "args": {"job_id": -1, "status": "done"}})
+    with pytest.raises(ValueError, match="another oracle"):
+        rejudge(saved)
+
+
+def test_the_judge_command(
+    reference_pool: actors.Pool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`leasecheck judge FILE` prints the violation and exits 1; a file without facts is
+    one line and exit 2."""
+    path, error = _saved("naive", reference_pool, tmp_path)
+    assert cli.main(["judge", str(path)]) == 1
+    assert str(error.violation) in capsys.readouterr().out
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"history": [], "violation": "x"}))
+    assert cli.main(["judge", str(old)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no judge's facts" in err and len(err.splitlines()) == 1
+
+
+def test_tokens_are_written_down_as_values_that_order_alike() -> None:
+    """A fact holds plain values, and a token read back compares as the original did."""
+    early = datetime(2026, 9, 1, 23, 0, tzinfo=timezone(timedelta(hours=-5)))
+    late = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    pairs = [(1, 2), (Decimal(3), Decimal("3.5")), (early, late), ((2, "a"), (10, "a"))]
+    for small, big in pairs:
+        a, b = token_value(small), token_value(big)
+        assert json.loads(json.dumps([a, b])) == [a, b]
+        assert a < b and a != b and token_value(small) == a
