@@ -233,7 +233,7 @@ class PgQueuerQueue:
     def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> None:
         """What the worker's `HeartbeatBuffer` sends; pgqueuer answers None."""
         queries, _ = _queries(conn)
-        return _run(queries.update_heartbeat([cast(Any, claim.job_id)]))
+        _run(queries.update_heartbeat([cast(Any, claim.job_id)]))
 
     def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
         """Log success; the task body (the machine's effect) already ran, outside."""
