@@ -12,7 +12,6 @@ import pytest
 
 pytest.importorskip("pgqueuer", reason="pgqueuer is not installed: pip install 'pgqueuer==1.6.*'")
 
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck.adapters.pgqueuer_queue import PgQueuerQueue, queue_manager_id
@@ -20,6 +19,7 @@ from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import actors, clock, contract
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
+from tests.fixtures import derandomized
 
 LEASE = timedelta(seconds=30)
 TICK = timedelta(microseconds=1)
@@ -28,16 +28,7 @@ GIVEN_UP = frozenset({"fencing", "exclusive-lease"})
 completion lands, by id, on a job someone else holds, and a job a stale retry re-queued
 goes to another worker while its owner runs it. (owner-progress and late-owner are not
 given up: pgqueuer's heartbeat answers nothing, so no refusal is read from it.)"""
-BUDGET = settings(
-    max_examples=100,
-    stateful_step_count=30,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=(Phase.generate,),
-    report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
+BUDGET = derandomized(100)
 
 
 @pytest.fixture(scope="module")
