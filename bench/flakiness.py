@@ -47,6 +47,11 @@ def _run(harness: Harness, seed: int, profile: settings) -> dict[str, Any]:
         run_state_machine_as_test(factory, settings=chosen)  # type: ignore[arg-type]
     except PropertyViolated as exc:
         prop, error = exc.violation.prop, str(exc)
+    except ExceptionGroup as group:  # several distinct bugs, reported together
+        found = [e for e in group.exceptions if isinstance(e, PropertyViolated)]
+        if len(found) == len(group.exceptions):
+            prop = ", ".join(sorted({e.violation.prop for e in found}))
+        error = "".join(traceback.format_exception(group))
     except Exception as exc:
         error = "".join(traceback.format_exception(exc))
     finally:

@@ -13,7 +13,6 @@ pytest.importorskip(
     "procrastinate", reason="procrastinate is not installed: pip install 'procrastinate==3.10.*'"
 )
 
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck.adapters.procrastinate_queue import ProcrastinateQueue
@@ -22,6 +21,7 @@ from leasecheck.stateful import actors, clock
 from leasecheck.stateful.contract import capabilities
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
+from tests.fixtures import derandomized
 
 LEASE = timedelta(seconds=30)
 GIVEN_UP = frozenset({"fencing", "exclusive-lease", "owner-progress", "late-owner"})
@@ -30,16 +30,7 @@ back a job someone else holds), heartbeats per worker that a starting worker pru
 (a worker that stood still 30 s beats into nothing afterwards, though nobody took its
 job); its retry cap counts failures, not fetches, so retry-cap is not judged (see the
 adapter's docstring)."""
-BUDGET = settings(
-    max_examples=100,
-    stateful_step_count=30,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=(Phase.generate,),
-    report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
+BUDGET = derandomized(100)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 from psycopg import Connection
 
@@ -23,16 +22,9 @@ from leasecheck.stateful import actors, contract
 from leasecheck.stateful.contract import Claim, Effect
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import OWNER_PROGRESS, PropertyViolated
+from tests.fixtures import derandomized
 
-BUDGET = settings(
-    max_examples=150,
-    stateful_step_count=30,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=(Phase.generate,),
-    suppress_health_check=[HealthCheck.too_slow],
-)
+BUDGET = derandomized(150)
 IN_TRANSACTION = psycopg.pq.TransactionStatus.INTRANS
 
 

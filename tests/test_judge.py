@@ -13,7 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
@@ -22,17 +22,9 @@ from leasecheck.stateful import actors, contract
 from leasecheck.stateful.judge import rejudge, token_value
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
+from tests.fixtures import derandomized
 
-FIND = settings(
-    max_examples=300,
-    stateful_step_count=30,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=(Phase.generate,),
-    report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+FIND = derandomized(300)
 # One mutant per kind of fact: effect rows, a heartbeat, a failure report, the
 # receiver, and the queue's state() read while judging (late-owner, no-lost-jobs).
 KINDS = ["naive", "unfenced-heartbeat", "unfenced-fail", "attempt-key", "strict-lease"]

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
@@ -27,20 +26,12 @@ from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import ALL, PropertyViolated
 from matrix import majors, report, runs, targets
 from tests import child
+from tests.fixtures import derandomized
 
 OLDER = 15
 CACHE = Path(__file__).resolve().parent.parent / ".leasecheck"
 """The matrix's default cache: the package is fetched once for both."""
-QUICK = settings(
-    max_examples=100,
-    stateful_step_count=30,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=(Phase.generate,),
-    report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+QUICK = derandomized(100)
 
 
 @pytest.fixture(scope="module")

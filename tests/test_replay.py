@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
@@ -14,18 +13,9 @@ from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import REFERENCE
+from tests.fixtures import REFERENCE, derandomized
 
-FIND = settings(
-    max_examples=200,
-    stateful_step_count=30,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=(Phase.generate,),
-    report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+FIND = derandomized(200)
 
 
 @pytest.fixture

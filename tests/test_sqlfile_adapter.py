@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck import cli
@@ -26,6 +26,7 @@ from leasecheck.stateful.contract import CALLS, Claim, capabilities, not_checked
 from leasecheck.stateful.machine import LEASE as MACHINE_LEASE
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
+from tests.fixtures import derandomized
 
 FILES = Path(__file__).parent.parent / "leasecheck" / "adapters" / "sql"
 REFERENCE = FILES / "reference.sql"
@@ -35,16 +36,7 @@ MUTANTS = {
     "heartbeat_only.sql": ("single-completion", "fencing"),
     "attempt_key.sql": ("unique-effects",),
 }
-BUDGET = settings(
-    max_examples=1000,
-    stateful_step_count=30,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=(Phase.generate,),
-    report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+BUDGET = derandomized(1000)
 
 
 @pytest.mark.parametrize("path", sorted(FILES.glob("*.sql")), ids=lambda p: p.name)

@@ -36,7 +36,3 @@ select coalesce(
         limit 1
     )
 )
-
--- name: holds
--- After a heartbeat: the row is still picked under this claim's queue manager.
-select 1 from pgqueuer where id = %(id)s and status = 'picked' and queue_manager_id = %(qm)s

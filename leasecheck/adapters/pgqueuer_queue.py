@@ -23,13 +23,18 @@ How pgqueuer maps onto the contract (read from pgqueuer 1.6's `core/qm.py`,
   `fail` ends its dispatch, as `forget_job` and the retry path's `pop` do) and, after
   skipping such a re-pick (whose heartbeat the dequeue refreshed), dequeues again, so it
   never hands a worker a job it already runs.
-- Heartbeats: per job. The worker's `Heartbeat` task calls `Queries.update_heartbeat`
-  (`UPDATE ... SET heartbeat = now() WHERE id = ANY(...)`) every `heartbeat_timeout / 2`.
-  It does not check who holds the job, and the worker never reads its result (the
-  `HeartbeatBuffer` flushes it in the background). `heartbeat()` makes that call and
-  then answers whether this claim still holds the job, from pgqueuer's row: still
-  `picked` under this claim's queue manager (a re-pick by another worker replaces it).
-  An adaptation: pgqueuer never answers a heartbeat; the answer is read from its row.
+- Heartbeats: per job, fire and forget, so `heartbeat_answers = False`. The worker's
+  `Heartbeat` task (`core/heartbeat.py`, `send_heartbeat`, lines 41-52) only adds the
+  job id to a `HeartbeatBuffer` every `heartbeat_timeout / 2`; the buffer flushes it in
+  the background through `Queries.update_heartbeat` (`core/buffers.py`, `flush_items`,
+  lines 178-179), which returns None (`adapters/persistence/queries.py` lines 542-546)
+  and runs `UPDATE ... SET heartbeat = NOW() WHERE id = ANY($1)` (`qb.py` lines
+  752-753): it does not check who holds the job, and nothing reads a result, raises
+  into the job or cancels its execution when the job is gone (a failed flush is only
+  logged, `buffers.py` lines 73-74). `heartbeat()` makes that call and answers what it
+  answers, None. (The adapter used to read the row after the call and answer whether
+  the claim still held the job; that was its reading, not pgqueuer's answer, and the
+  machine took it for a refusal of the owner: owner-progress and late-owner.)
 - Completion is not fenced: `Queries.log_jobs` deletes the job by id (and logs it),
   whoever holds it; the statement's own row count says whether it found the job, and
   that is the acceptance. The task body runs before and outside it (`_dispatch` awaits
@@ -63,7 +68,7 @@ How pgqueuer maps onto the contract (read from pgqueuer 1.6's `core/qm.py`,
   Retries keep pgqueuer's `NOW() + delay`: due once the clock moves.
 
 The adapter adds none of pgqueuer's protocol in SQL of its own (its SQL keeps
-`job_context`, reads `state()` and the heartbeat's answer): it calls pgqueuer's
+`job_context` and reads `state()`): it calls pgqueuer's
 `Queries` coroutines through a driver
 that runs them on the harness's connection the way pgqueuer's own `SyncPsycopgDriver`
 does (raw `$n` placeholders, dict rows), and returns each statement's status line.
@@ -163,6 +168,7 @@ class PgQueuerQueue:
     name = "pgqueuer"
     ordered_tokens = False
     heartbeats = True
+    heartbeat_answers = False
     held_transactions = False
     transactional_effects = False
     revokes_expired = False
@@ -224,14 +230,10 @@ class PgQueuerQueue:
         qm, _ = cast(tuple[str, int], claim.token)
         conn.execute(QUERIES["forget"].text, {"qm": qm, "job": claim.job_id})
 
-    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
+    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> None:
+        """What the worker's `HeartbeatBuffer` sends; pgqueuer answers None."""
         queries, _ = _queries(conn)
         _run(queries.update_heartbeat([cast(Any, claim.job_id)]))
-        qm, _ = cast(tuple[str, int], claim.token)
-        return (
-            conn.execute(QUERIES["holds"].text, {"id": claim.job_id, "qm": qm}).fetchone()
-            is not None
-        )
 
     def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
         """Log success; the task body (the machine's effect) already ran, outside."""

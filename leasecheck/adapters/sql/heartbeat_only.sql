@@ -22,8 +22,8 @@ create table jobs (
 create index jobs_claimable on jobs (id) where status in ('queued', 'running')
 
 -- name: reset
--- Remove every job (between examples).
-delete from jobs
+-- Remove every job, and start the next example alike (TRUNCATE: fresh files, ids from 1).
+truncate jobs restart identity
 
 -- name: enqueue
 -- Add one job; it is claimable at once.

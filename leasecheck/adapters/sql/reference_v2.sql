@@ -45,9 +45,9 @@ $$
 create index concurrently jobs_claimable on jobs (id) where status = 'queued'
 
 -- name: reset
--- Remove every job and error (between examples).
-delete from job_errors;
-delete from jobs
+-- Remove every job and error, and start the next example alike (TRUNCATE: fresh files,
+-- ids from 1).
+truncate job_errors, jobs restart identity
 
 -- name: enqueue
 -- Add one job with the queue's lease; it is claimable at once.

@@ -8,10 +8,23 @@ does); A's `Heartbeat` would next beat only after 60 s (`heartbeat_timeout / 2`)
 after the script is done. Manager B starts, and its dequeue re-picks the stale job
 (pgqueuer's own re-pick clause). Then the script plays the steps the property needs:
 it releases an execution to return or to raise (the entrypoint runs under pgqueuer's
-`DatabaseRetryEntrypointExecutor`, so a raise becomes `Queries.retry_job`), starts a
-third manager C, or lets B's heartbeat through (`Queries.update_heartbeat`, what
-pgqueuer's `Heartbeat` buffer sends). pgqueuer's managers log results
+`DatabaseRetryEntrypointExecutor`, so a raise becomes `Queries.retry_job`) or starts a
+third manager C. pgqueuer's managers log results
 (`JobStatusLogBuffer` -> `Queries.log_jobs`) as they do in production.
+
+Deterministic, not timed: before the script rewrites the heartbeat and before each
+step, it waits until every running manager has ended its dequeue round and sits in its
+wait for a notification (`QueueManager.run` parks in `wait_for_notice_event` for up to
+`dequeue_timeout`, 300 s here; the script counts those pending waits, read only). A
+waiting manager dequeues again only on an INSERT, DELETE or TRUNCATE notification:
+pgqueuer's change trigger is statement-level (`adapters/persistence/schema_ddl.py`,
+`render_trigger`, lines 96-102: no FOR EACH ROW), so its `OLD IS DISTINCT FROM NEW`
+test (`domain/schema/notify.py` line 18) never holds and an UPDATE, such as
+`retry_job`'s or a dequeue's, wakes nobody. So which manager picks next does not hang
+on machine load: a manager that starts picks at once, the others sleep (a worker spends
+nearly all its time in that wait). The script used to wait on the wall clock instead,
+and on a loaded machine B's own dequeue round ran after A's retry: B re-picked the job
+and skipped it, and C found nothing.
 
 Run with `python SCRIPT DSN` on an empty database (the matrix's witness runner makes
 one); nothing else runs on it.
@@ -40,8 +53,7 @@ RELEASE: dict[int, asyncio.Event] = {}
 RAISE: set[int] = set()
 STARTED: list[str] = []
 Step = tuple[str, ...]
-"""("return", n) / ("raise", n): release execution n; ("start", "C"): a third manager;
-("beat", s): B silent s seconds, then its heartbeat through Queries.update_heartbeat."""
+"""("return", n) / ("raise", n): release execution n; ("start", "C"): a third manager."""
 
 
 def say(step: str) -> None:
@@ -62,6 +74,26 @@ async def until(what: str, ready: Callable[[], bool]) -> bool:
 
 def more_than(n: int) -> bool:
     return len(STARTED) > n
+
+
+def logged_more(dsn: str, job_id: int, n: int) -> bool:
+    """pgqueuer_log holds more than `n` entries for the job."""
+    return len(row(dsn, job_id, {})["log"]) > n
+
+
+def waiting() -> int:
+    """How many managers sit in `QueueManager.run`'s wait for a notification."""
+    return sum(
+        1
+        for task in asyncio.all_tasks()
+        if not task.done() and task.get_coro().__qualname__.endswith("suppressed_timeout")
+    )
+
+
+async def settled(managers: list[QueueManager]) -> bool:
+    """Wait until every running manager has ended its dequeue round and waits."""
+    running = sum(1 for qm in managers if not qm.shutdown.is_set())
+    return await until(f"{running} managers to wait for work", lambda: waiting() >= running)
 
 
 def row(dsn: str, job_id: int, names: dict[str, str]) -> dict[str, Any]:
@@ -140,6 +172,8 @@ async def scenario(dsn: str, steps: list[Step]) -> dict[str, Any]:
         if not await until("manager A to start the job", lambda: len(STARTED) >= 1):
             return seen
         say(f"manager A picked it; execution 1 hangs -> {shown(row(dsn, job_id, names))}")
+        if not await settled(managers):
+            return seen
 
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(
@@ -157,12 +191,20 @@ async def scenario(dsn: str, steps: list[Step]) -> dict[str, Any]:
         say(f"manager {STARTED[1]} re-picked it; execution 2 runs -> {shown(seen['repicked'])}")
 
         for step in steps:
+            if not await settled(managers):
+                return seen
             if step[0] in ("return", "raise"):
                 n = int(step[1])
                 if step[0] == "raise":
                     RAISE.add(n)
+                logged = len(row(dsn, job_id, names)["log"])
                 RELEASE.setdefault(n, asyncio.Event()).set()
-                await asyncio.sleep(1.0)  # the manager logs it through its buffer (0.1 s)
+                # retry_job or the manager's log buffer (log_jobs) adds one log entry.
+                if not await until(
+                    f"execution {n}'s result in pgqueuer_log",
+                    partial(logged_more, dsn, job_id, logged),
+                ):
+                    return seen
                 what = "returns" if step[0] == "return" else "raises (the executor retries)"
                 label = f"execution {n} (manager {STARTED[n - 1]}) {what}"
             elif step[0] == "start":
@@ -175,16 +217,7 @@ async def scenario(dsn: str, steps: list[Step]) -> dict[str, Any]:
                     else "; it picked nothing"
                 )
             else:
-                with psycopg.connect(dsn, autocommit=True) as conn:
-                    conn.execute(
-                        "update pgqueuer set heartbeat = heartbeat - make_interval(secs => %s)"
-                        " where id = %s",
-                        [int(step[1]), job_id],
-                    )
-                aged = shown(row(dsn, job_id, names))
-                say(f"time: rewrote pgqueuer.heartbeat {step[1]} s back -> {aged}")
-                await queries.update_heartbeat([job_id])
-                label = "B's heartbeat: Queries.update_heartbeat([job])"
+                raise ValueError(f"unknown step {step}")
             seen[" ".join(step)] = row(dsn, job_id, names)
             seen[" ".join(step)]["running"] = list(STARTED)
             say(f"{label} -> {shown(seen[' '.join(step)])}")
