@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -14,6 +16,8 @@ from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from tests.fixtures import REFERENCE, derandomized
+
+sys.path.insert(0, str(Path(__file__).with_name("data") / "myqueue"))  # a correct queue
 
 FIND = derandomized(200)
 
@@ -95,3 +99,45 @@ def test_a_call_the_harness_cancelled_is_never_held_against_the_queue(
     done = replay.replay(_harness(REFERENCE, pool), HARNESS_CANCEL)
     assert done.skipped == [], done.skipped
     assert [s.rule for s in done.ran] == [s.rule for s in HARNESS_CANCEL]
+
+
+# Found by `python -m bench.time_to_detect --queue myqueue.queue:Queue`, seed 19: w1, inside
+# a transaction it holds open, heartbeats job2 at 90 s; its heartbeat thread's own beat
+# then waits on that transaction's row lock until w1 commits at 120 s, when job2's last
+# lease has run out and w1's own claim gave it up at its cap. The queue refused a late
+# owner rightly; the judge used to date the refusal by when the call was sent (90 s) and
+# blamed the queue for refusing a current owner.
+WAITED_PAST_ITS_LEASE = [
+    Step("start", {"workers": 2}),
+    Step("claim", {"how": Take(worker=0, held=False)}),
+    Step("crash", {"pick": 0}),
+    Step("enqueue", {"jobs": 1}),
+    Step("enqueue", {"jobs": 1}),
+    Step("claim", {"how": Take(worker=0, held=False)}),
+    Step("claim", {"how": Take(worker=0, held=True)}),
+    Step("fail", {"pick": 0}),
+    Step("time_passes", {"to": "lease-end"}),
+    Step("claim", {"how": Take(worker=0, held=False)}),
+    Step("claim", {"how": Take(worker=0, held=False)}),
+    Step("close_transaction", {"commit": True, "pick": 0}),
+    Step("open_transaction", {"pick": 0}),
+    Step("asleep", {"how": Stall(worker=0, alone=False, then="complete")}),
+    Step("asleep", {"how": Stall(worker=0, alone=False, then="complete")}),
+    Step("open_transaction", {"pick": 0}),
+    Step("asleep", {"how": Stall(worker=1, alone=True, then="heartbeat")}),
+    Step("asleep", {"how": Stall(worker=0, alone=False, then="complete")}),
+    Step("asleep", {"how": Stall(worker=0, alone=False, then="complete")}),
+]
+
+
+def test_a_refusal_is_judged_when_it_was_answered(pool: actors.Pool, reference_dsn: str) -> None:
+    """A heartbeat that waited on a lock past its lease end, refused because the lease ran
+    out meanwhile, is a late owner's refusal, not the current owner's (myqueue, correct)."""
+    queue = contract.load("myqueue.queue:Queue")
+    with psycopg.connect(reference_dsn, autocommit=True) as conn:
+        if conn.execute("select to_regclass('mq_tasks')").fetchone() == (None,):
+            queue.install(conn)
+    harness = Harness(queue=queue, pool=pool)
+    harness.reset()
+    done = replay.replay(harness, WAITED_PAST_ITS_LEASE)
+    assert done.skipped == [], done.skipped

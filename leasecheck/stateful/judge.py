@@ -127,14 +127,15 @@ class Judge:
         self._judge(fact)
         return self.grants[-1]
 
-    def heartbeat(self, grant: Grant, accepted: bool, at: int) -> None:
-        self._answer("heartbeat", grant, accepted, at)
+    def heartbeat(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
+        """`at`: when the call was sent; `answered`: when its answer came (later if it waited)."""
+        self._answer("heartbeat", grant, accepted, at, answered)
 
-    def complete(self, grant: Grant, accepted: bool, at: int) -> None:
-        self._answer("complete", grant, accepted, at)
+    def complete(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
+        self._answer("complete", grant, accepted, at, answered)
 
-    def fail(self, grant: Grant, accepted: bool, at: int) -> None:
-        self._answer("fail", grant, accepted, at)
+    def fail(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
+        self._answer("fail", grant, accepted, at, answered)
 
     def external_effect(self, grant: Grant, key: str) -> bool:
         """Deliver an effect to the oracle's deduplicating receiver; return whether it took it."""
@@ -161,8 +162,9 @@ class Judge:
 
     # ------------------------------------------------------------- judging
 
-    def _answer(self, op: str, grant: Grant, accepted: bool, at: int) -> None:
-        self._judge(Fact(op, {"grant": self.grants.index(grant), "accepted": accepted, "at": at}))
+    def _answer(self, op: str, grant: Grant, accepted: bool, at: int, answered: int | None) -> None:
+        args = {"grant": self.grants.index(grant), "accepted": accepted, "at": at}
+        self._judge(Fact(op, {**args, "answered": at if answered is None else answered}))
 
     def _judge(self, fact: Fact) -> None:
         self.facts.append(fact)
@@ -193,14 +195,18 @@ class Judge:
         except ValueError:
             return None
 
-    def _apply_heartbeat(self, grant: int, accepted: bool, at: int) -> None:
-        self.oracle.heartbeat(self.grants[grant], accepted, at)
+    def _apply_heartbeat(
+        self, grant: int, accepted: bool, at: int, answered: int | None = None
+    ) -> None:
+        self.oracle.heartbeat(self.grants[grant], accepted, at, answered)
 
-    def _apply_complete(self, grant: int, accepted: bool, at: int) -> None:
-        self.oracle.complete(self.grants[grant], accepted, at)
+    def _apply_complete(
+        self, grant: int, accepted: bool, at: int, answered: int | None = None
+    ) -> None:
+        self.oracle.complete(self.grants[grant], accepted, at, answered)
 
-    def _apply_fail(self, grant: int, accepted: bool, at: int) -> None:
-        self.oracle.fail(self.grants[grant], accepted, at)
+    def _apply_fail(self, grant: int, accepted: bool, at: int, answered: int | None = None) -> None:
+        self.oracle.fail(self.grants[grant], accepted, at, answered)
 
     def _apply_external_effect(self, grant: int, key: str) -> None:
         self._taken = self.oracle.external_effect(self.grants[grant], key)

@@ -207,7 +207,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
                 h.believed = False
                 h.next_beat = None
             if h.grant is not None:
-                self.judge.heartbeat(h.grant, accepted, at)
+                self.judge.heartbeat(h.grant, accepted, at, self.now)
 
         self._call(
             w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done, beat=True
@@ -464,7 +464,7 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
                     f"t={_seconds(at)} {w.name} completes {h.label} in a batch: "
                     f"{'accepted' if accepted else 'rejected'}"
                 )
-                self._apply(w, partial(self._judge_complete, h, accepted, at))
+                self._apply(w, partial(self._judge_complete, h, accepted, at, self.now))
 
         self._call(
             w,
@@ -498,13 +498,14 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
                 f"t={_seconds(at)} {w.name} heartbeats {h.label}: "
                 f"{'extended' if accepted else 'refused'}"
             )
-            self._apply(w, lambda: self._judge_beat(h, accepted, at))
+            answered = self.now
+            self._apply(w, lambda: self._judge_beat(h, accepted, at, answered))
 
         self._call(w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done)
 
-    def _judge_beat(self, h: Held, accepted: bool, at: int) -> None:
+    def _judge_beat(self, h: Held, accepted: bool, at: int, answered: int) -> None:
         if h.grant is not None:
-            self.judge.heartbeat(h.grant, accepted, at)
+            self.judge.heartbeat(h.grant, accepted, at, answered)
 
     @precondition(lambda self: bool(self._pairs("complete")))
     @rule(pick=PICK)
@@ -549,13 +550,14 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
                 f"t={_seconds(at)} {w.name} completes {h.label}: "
                 f"{'accepted' if accepted else 'rejected'}"
             )
-            self._apply(w, lambda: self._judge_complete(h, accepted, at))
+            answered = self.now
+            self._apply(w, lambda: self._judge_complete(h, accepted, at, answered))
 
         self._call(w, "complete", h, lambda c: self.queue.complete(c, h.raw, effect), done)
 
-    def _judge_complete(self, h: Held, accepted: bool, at: int) -> None:
+    def _judge_complete(self, h: Held, accepted: bool, at: int, answered: int) -> None:
         if h.grant is not None:
-            self.judge.complete(h.grant, accepted, at)
+            self.judge.complete(h.grant, accepted, at, answered)
 
     @precondition(lambda self: bool(self._pairs("send")))
     @rule(pick=PICK)
@@ -604,13 +606,14 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
                 f"t={_seconds(at)} {w.name} fails {h.label}: "
                 f"{'accepted' if accepted else 'rejected'}"
             )
-            self._apply(w, lambda: self._judge_fail(h, accepted, at))
+            answered = self.now
+            self._apply(w, lambda: self._judge_fail(h, accepted, at, answered))
 
         self._call(w, "fail", h, lambda c: self.queue.fail(c, h.raw, "job raised"), done)
 
-    def _judge_fail(self, h: Held, accepted: bool, at: int) -> None:
+    def _judge_fail(self, h: Held, accepted: bool, at: int, answered: int) -> None:
         if h.grant is not None:
-            self.judge.fail(h.grant, accepted, at)
+            self.judge.fail(h.grant, accepted, at, answered)
 
     @precondition(lambda self: any(not w.paused for w in self.workers))
     @rule(pick=PICK)

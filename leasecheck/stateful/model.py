@@ -182,14 +182,20 @@ class Oracle:
                 f"{sorted(job.effect_keys)}",
             )
 
-    def heartbeat(self, grant: Grant, accepted: bool, at: int) -> None:
+    def heartbeat(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
+        """Judge a heartbeat sent at `at` and answered at `answered` (later, if it waited).
+
+        An extension counts from when it was sent (the statement's `now()`); a refusal
+        is judged when it came: a call that waited on a lock meets the queue as it is
+        when the lock is let go, and the lease may have run out meanwhile.
+        """
         job = self.job(grant.claim)
         if grant is self.owner(job):
             if accepted:
                 grant.renewals.append((at, grant.lease_end))
                 grant.lease_end = at + self.lease
             else:
-                self._refused(grant, "heartbeat", at)
+                self._refused(grant, "heartbeat", at if answered is None else answered)
         elif accepted:
             self._flag(
                 P.FENCING,
@@ -197,11 +203,12 @@ class Oracle:
                 _why_stale(job, grant),
             )
 
-    def complete(self, grant: Grant, accepted: bool, at: int) -> None:
+    def complete(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
+        """Judge a completion; a refusal when it was answered (see `heartbeat`)."""
         job = self.job(grant.claim)
         if grant is self.owner(job):
             if not accepted:
-                self._refused(grant, "completion", at)
+                self._refused(grant, "completion", at if answered is None else answered)
         elif accepted:
             stale = Violation(
                 P.FENCING,
@@ -222,13 +229,14 @@ class Oracle:
             grant.released = True
             job.completed_by.append(grant)
 
-    def fail(self, grant: Grant, accepted: bool, at: int) -> None:
+    def fail(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
+        """Judge a failure report; a refusal when it was answered (see `heartbeat`)."""
         job = self.job(grant.claim)
         if grant is self.owner(job):
             if accepted:
                 grant.released = True
             else:
-                self._refused(grant, "failure report", at)
+                self._refused(grant, "failure report", at if answered is None else answered)
         elif accepted:
             self._flag(
                 P.FENCING,
