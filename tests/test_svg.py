@@ -246,10 +246,10 @@ def test_hostile_text_stays_valid_xml() -> None:
 def test_cli_writes_an_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`python -m stateful.svg HISTORY.json -o OUT` writes a parseable picture."""
     out = tmp_path / "out.svg"
-    assert main([str(DATA / "no-row-lock-no-lost-jobs.json"), "-o", str(out)]) == 0
+    assert main([str(DATA / "no-row-lock-exclusive-lease.json"), "-o", str(out)]) == 0
     root = ET.parse(out).getroot()
     assert root.tag == f"{NS}svg"
-    assert _classed(root, "violation")[0].get("data-property") == "no-lost-jobs"
+    assert _classed(root, "violation")[0].get("data-property") == "exclusive-lease"
 
 
 def test_cli_rejects_a_file_that_is_not_a_history(

@@ -21,7 +21,7 @@ from leasecheck.stateful import actors, clock, contract
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 
-FIXTURES = {"naive": "single-completion", "no-row-lock": "no-lost-jobs", "unfenced-fail": "fencing"}
+FIXTURES = {"naive": "single-completion", "no-row-lock": "exclusive-lease", "unfenced-fail": "fencing"}
 SHRUNK = settings(
     max_examples=1000,
     stateful_step_count=30,
