@@ -21,7 +21,11 @@ from leasecheck.stateful import actors, clock, contract
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 
-FIXTURES = {"naive": "single-completion", "no-row-lock": "exclusive-lease", "unfenced-fail": "fencing"}
+FIXTURES = {
+    "naive": "single-completion",
+    "no-row-lock": "exclusive-lease",
+    "unfenced-fail": "fencing",
+}
 SHRUNK = settings(
     max_examples=1000,
     stateful_step_count=30,
@@ -63,8 +67,11 @@ def main() -> None:
                     pool.close()
                 if died_on != prop:
                     raise SystemExit(f"{name} died on {died_on}, not {prop}: fix FIXTURES")
+                written = harness.recorder.write(Path(out), name, spec)
                 (saved,) = [
-                    p for p in harness.recorder.write(Path(out), name, spec) if p.suffix == ".json"
+                    p
+                    for p in written
+                    if p.name.startswith(f"{name}-{prop}-") and p.suffix == ".json"
                 ]
                 shutil.copy(saved, here / f"{name}-{prop}.json")
                 print(f"wrote {here / f'{name}-{prop}.json'}")
