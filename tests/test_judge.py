@@ -104,3 +104,13 @@ def test_tokens_are_written_down_as_values_that_order_alike() -> None:
         a, b = token_value(small), token_value(big)
         assert json.loads(json.dumps([a, b])) == [a, b]
         assert a < b and a != b and token_value(small) == a
+
+
+def test_a_fact_of_another_version_is_one_line() -> None:
+    """A fact whose arguments this oracle does not take is refused with a reason."""
+    saved = {
+        "rules": {"lease": 30_000_000, "max_attempts": 3, "ordered_tokens": True},
+        "facts": [{"op": "enqueued", "args": {"job_id": 1, "label": "job1", "priority": 5}}],
+    }
+    with pytest.raises(ValueError, match="fact 0 \\(enqueued\\) does not fit this oracle"):
+        rejudge(saved)

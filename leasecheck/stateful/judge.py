@@ -260,7 +260,10 @@ def rejudge(saved: dict[str, Any]) -> Judge:
             raise ValueError(f"fact {i} is {fact.op!r}, which this oracle does not know")
         states = itertools.takewhile(lambda f: f.op == "state", facts[i + 1 :])
         judge._told = deque(states)
-        judge._judge(fact)
+        try:
+            judge._judge(fact)
+        except TypeError as exc:  # arguments this oracle does not take: another version's
+            raise ValueError(f"fact {i} ({fact.op}) does not fit this oracle: {exc}") from None
         if judge._told:
             raise ValueError(
                 f"fact {i} ({fact.op}) was judged without reading every state() answer "
