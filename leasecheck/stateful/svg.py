@@ -12,8 +12,9 @@ column each, in history order, and the gap between instants grows with the elaps
 time on a log scale: a 1 µs race and a 30 s lease both stay visible.
 
 It reads the same `History` the text timeline renders, and the leases of the judge
-that judged it again from the file's saved facts: it derives nothing of its own. The
-violation it marks is the one the machine found. Plain SVG, no dependencies.
+that judged it again from the file's saved facts: it computes no lease of its own (a
+claim never committed, one rolled back, shows the lease it was handed). The violation
+it marks is the one the machine found. Plain SVG, no dependencies.
 """
 
 from __future__ import annotations
