@@ -21,8 +21,10 @@ Run with `python SCRIPT DSN` on an empty database; nothing else runs on it.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import uuid
+from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from typing import Any
 
@@ -169,3 +171,73 @@ def dsn() -> str:
     if len(sys.argv) != 2:
         raise SystemExit("usage: python SCRIPT DSN")
     return sys.argv[1]
+
+
+class NotThere(Exception):
+    """The replay did not get as far as the witness needs; the message says why."""
+
+
+async def rescued(s: Story, max_attempts: int = 20) -> tuple[int, Job, Job]:
+    """The start every oban witness shares: producer w0 fetches a job and runs past the
+    lease, the Lifeline rescues it, and producer w1 fetches it.
+
+    Returns the job's id, w0's (stale) execution and w1's (current) one.
+    """
+    job_id = await s.enqueue(max_attempts=max_attempts)
+    stale = await s.fetch("w0")
+    if stale is None:
+        raise NotThere("w0 fetched nothing")
+    s.has_run(job_id)
+    await s.lifeline()
+    owner = await s.fetch("w1")
+    if owner is None or owner.id != job_id:
+        raise NotThere("w1 did not fetch the rescued job")
+    return job_id, stale, owner
+
+
+def run(steps: Callable[[Story], Awaitable[int]]) -> int:
+    """Play `steps` on the script's database (its one argument); return the exit status."""
+
+    async def play() -> int:
+        s = Story(dsn())
+        await s.open()
+        try:
+            return await steps(s)
+        except NotThere as why:
+            return finish(False, str(why))
+        finally:
+            await s.close()
+
+    return asyncio.run(play())
+
+
+async def fencing(s: Story) -> int:
+    """A rescued execution's late failure is acked while w1 runs the job."""
+    job_id, stale, owner = await rescued(s)
+    say("w0's run ends while w1 is running the job: it raised")
+    if not await s.run_and_ack("w0", stale, raises=True):
+        return finish(False, "w0's late ack matched nothing")
+    return finish(
+        True,
+        f"after the Lifeline rescued job {job_id} and producer w1 fetched it (attempt "
+        f"{owner.attempt}), the rescued execution's late failure (attempt "
+        f"{stale.attempt}) was acked and made the job retryable while w1 was still "
+        "running it",
+    )
+
+
+async def exclusive_lease(s: Story) -> int:
+    """That acked failure makes the job due again: it is fetched beside w1's execution."""
+    job_id, stale, owner = await rescued(s)
+    say("w0's run ends: it raised (its retry is due at once)")
+    await s.run_and_ack("w0", stale, raises=True)
+    await s.stage()
+    again = await s.fetch("w0")
+    if again is None or again.id != job_id:
+        return finish(False, "the job was not fetched again while w1 runs it")
+    return finish(
+        True,
+        f"while producer w1 was running job {job_id} (attempt {owner.attempt}, "
+        "fetched 0 s before), the rescued execution's late failure was acked and the "
+        f"job was fetched again (attempt {again.attempt}): two executions at once",
+    )

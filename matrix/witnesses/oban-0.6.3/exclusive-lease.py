@@ -17,43 +17,12 @@ script in 0.7.0's venv prints NOT REPRODUCED.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _oban import Story, dsn, finish, say
-
-
-async def main() -> int:
-    s = Story(dsn())
-    await s.open()
-    try:
-        job_id = await s.enqueue()
-        stale = await s.fetch("w0")
-        if stale is None:
-            return finish(False, "w0 fetched nothing")
-        s.has_run(job_id)
-        await s.lifeline()
-        owner = await s.fetch("w1")
-        if owner is None or owner.id != job_id:
-            return finish(False, "w1 did not fetch the rescued job")
-        say("w0's run ends: it raised (its retry is due at once)")
-        await s.run_and_ack("w0", stale, raises=True)
-        await s.stage()
-        again = await s.fetch("w0")
-        if again is None or again.id != job_id:
-            return finish(False, "the job was not fetched again while w1 runs it")
-        return finish(
-            True,
-            f"while producer w1 was running job {job_id} (attempt {owner.attempt}, "
-            "fetched 0 s before), the rescued execution's late failure was acked and the "
-            f"job was fetched again (attempt {again.attempt}): two executions at once",
-        )
-    finally:
-        await s.close()
-
+from _oban import exclusive_lease, run
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(run(exclusive_lease))

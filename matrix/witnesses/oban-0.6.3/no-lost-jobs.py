@@ -28,51 +28,37 @@ the fetch skips jobs at the cap (fetch_jobs.sql:26) and the Lifeline discards
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _oban import Story, dsn, finish, say
+from _oban import Story, finish, rescued, run, say
 
 
-async def main() -> int:
-    s = Story(dsn())
-    await s.open()
-    try:
-        job_id = await s.enqueue(max_attempts=2)
-        stale = await s.fetch("w0")
-        if stale is None:
-            return finish(False, "w0 fetched nothing")
-        s.has_run(job_id)
+async def steps(s: Story) -> int:
+    job_id, stale, _ = await rescued(s, max_attempts=2)
+    say("w0's run ends: it raised")
+    if not await s.run_and_ack("w0", stale, raises=True):
+        return finish(False, "w0's late failure was not acked")
+    say("w1's node dies before its run ends: no ack will come")
+    behind = await s.enqueue(max_attempts=2)
+    errors = []
+    for node in ("w2", "w3", "w2"):
+        await s.stage()
+        errors.append(await s.fetch_raising(node))
         await s.lifeline()
-        owner = await s.fetch("w1")
-        if owner is None or owner.id != job_id:
-            return finish(False, "w1 did not fetch the rescued job")
-        say("w0's run ends: it raised")
-        if not await s.run_and_ack("w0", stale, raises=True):
-            return finish(False, "w0's late failure was not acked")
-        say("w1's node dies before its run ends: no ack will come")
-        behind = await s.enqueue(max_attempts=2)
-        errors = []
-        for node in ("w2", "w3", "w2"):
-            await s.stage()
-            errors.append(await s.fetch_raising(node))
-            await s.lifeline()
-        say(f"afterwards: {s.row(job_id)}; {s.row(behind)}")
-        if not all(isinstance(e, Exception) and "attempt_range" in str(e) for e in errors):
-            return finish(False, "a fetch did not raise the attempt_range check violation")
-        return finish(
-            True,
-            f"after a stale execution's failure was acked as retryable on job {job_id} at "
-            "its last attempt, every fetch of the queue raised a CheckViolation "
-            "(attempt_range) and the Lifeline left it so: neither that job nor job "
-            f"{behind} behind it can ever be fetched",
-        )
-    finally:
-        await s.close()
+    say(f"afterwards: {s.row(job_id)}; {s.row(behind)}")
+    if not all(isinstance(e, Exception) and "attempt_range" in str(e) for e in errors):
+        return finish(False, "a fetch did not raise the attempt_range check violation")
+    return finish(
+        True,
+        f"after a stale execution's failure was acked as retryable on job {job_id} at "
+        "its last attempt, every fetch of the queue raised a CheckViolation "
+        "(attempt_range) and the Lifeline left it so: neither that job nor job "
+        f"{behind} behind it can ever be fetched",
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(run(steps))

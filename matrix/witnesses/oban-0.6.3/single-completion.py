@@ -22,40 +22,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _oban import Story, dsn, finish, say
+from _oban import Story, finish, rescued, run, say
 
 
-async def main() -> int:
-    s = Story(dsn())
-    await s.open()
-    try:
-        job_id = await s.enqueue()
-        stale = await s.fetch("w0")
-        if stale is None:
-            return finish(False, "w0 fetched nothing")
-        s.has_run(job_id)
-        await s.lifeline()
-        owner = await s.fetch("w1")
-        if owner is None or owner.id != job_id:
-            return finish(False, "w1 did not fetch the rescued job")
-        say("w0's run ends")
-        first = await s.run_and_ack("w0", stale)
-        at_first = s.completed_at(job_id)
-        await asyncio.sleep(0.01)
-        say("w1's run ends")
-        second = await s.run_and_ack("w1", owner)
-        at_second = s.completed_at(job_id)
-        if not (first and second and at_first != at_second):
-            return finish(False, "only one of the two completions was committed")
-        return finish(
-            True,
-            f"job {job_id} was completed twice: the rescued execution's ack and then the "
-            "new execution's ack both matched and each wrote completed_at "
-            f"({at_first:%H:%M:%S.%f}, then {at_second:%H:%M:%S.%f}); 0.6.3 acks by id alone",
-        )
-    finally:
-        await s.close()
+async def steps(s: Story) -> int:
+    job_id, stale, owner = await rescued(s)
+    say("w0's run ends")
+    first = await s.run_and_ack("w0", stale)
+    at_first = s.completed_at(job_id)
+    await asyncio.sleep(0.01)  # the two acks' completed_at differ, so both show
+    say("w1's run ends")
+    second = await s.run_and_ack("w1", owner)
+    at_second = s.completed_at(job_id)
+    if not (first and second and at_first != at_second):
+        return finish(False, "only one of the two completions was committed")
+    return finish(
+        True,
+        f"job {job_id} was completed twice: the rescued execution's ack and then the "
+        "new execution's ack both matched and each wrote completed_at "
+        f"({at_first:%H:%M:%S.%f}, then {at_second:%H:%M:%S.%f}); 0.6.3 acks by id alone",
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(run(steps))

@@ -17,41 +17,12 @@ prints NOT REPRODUCED.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _oban import Story, dsn, finish, say
-
-
-async def main() -> int:
-    s = Story(dsn())
-    await s.open()
-    try:
-        job_id = await s.enqueue()
-        stale = await s.fetch("w0")
-        if stale is None:
-            return finish(False, "w0 fetched nothing")
-        s.has_run(job_id)
-        await s.lifeline()
-        owner = await s.fetch("w1")
-        if owner is None or owner.id != job_id:
-            return finish(False, "w1 did not fetch the rescued job")
-        say("w0's run ends while w1 is running the job: it raised")
-        if not await s.run_and_ack("w0", stale, raises=True):
-            return finish(False, "w0's late ack matched nothing")
-        return finish(
-            True,
-            f"after the Lifeline rescued job {job_id} and producer w1 fetched it (attempt "
-            f"{owner.attempt}), the rescued execution's late failure (attempt "
-            f"{stale.attempt}) was acked and made the job retryable while w1 was still "
-            "running it",
-        )
-    finally:
-        await s.close()
-
+from _oban import fencing, run
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(run(fencing))

@@ -17,43 +17,29 @@ which refuses w0's ack instead; the same script in 0.7.0's venv prints NOT REPRO
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _oban import Story, dsn, finish, say
+from _oban import Story, finish, rescued, run, say
 
 
-async def main() -> int:
-    s = Story(dsn())
-    await s.open()
-    try:
-        job_id = await s.enqueue()
-        stale = await s.fetch("w0")
-        if stale is None:
-            return finish(False, "w0 fetched nothing")
-        s.has_run(job_id)
-        await s.lifeline()
-        owner = await s.fetch("w1")
-        if owner is None or owner.id != job_id:
-            return finish(False, "w1 did not fetch the rescued job")
-        say("w0's run ends: it raised")
-        await s.run_and_ack("w0", stale, raises=True)
-        say("w1's run ends, its execution 0 s old")
-        if await s.run_and_ack("w1", owner):
-            return finish(False, "w1's ack matched")
-        return finish(
-            True,
-            f"producer w1, running job {job_id}'s current execution (attempt "
-            f"{owner.attempt}, fetched after the Lifeline's rescue, nowhere near "
-            "rescue_after), had its completed ack match nothing, because the rescued "
-            f"execution's late failure (attempt {stale.attempt}) had been acked first",
-        )
-    finally:
-        await s.close()
+async def steps(s: Story) -> int:
+    job_id, stale, owner = await rescued(s)
+    say("w0's run ends: it raised")
+    await s.run_and_ack("w0", stale, raises=True)
+    say("w1's run ends, its execution 0 s old")
+    if await s.run_and_ack("w1", owner):
+        return finish(False, "w1's ack matched")
+    return finish(
+        True,
+        f"producer w1, running job {job_id}'s current execution (attempt "
+        f"{owner.attempt}, fetched after the Lifeline's rescue, nowhere near "
+        "rescue_after), had its completed ack match nothing, because the rescued "
+        f"execution's late failure (attempt {stale.attempt}) had been acked first",
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(run(steps))
