@@ -17,6 +17,7 @@ Run with `python SCRIPT DSN` on an empty database; nothing else runs on it.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -158,3 +159,47 @@ def dsn() -> str:
     if len(sys.argv) != 2:
         raise SystemExit("usage: python SCRIPT DSN")
     return sys.argv[1]
+
+
+class NotThere(Exception):
+    """The replay did not get as far as the witness needs; the message says why."""
+
+
+async def recovered(s: Story, bystanders: tuple[str, ...] = ()) -> tuple[int, Any, Any]:
+    """The start three witnesses share: worker w0 fetches a job and stands still 60 s,
+    the stalled-job recipe re-queues it, and worker w1 fetches it (`bystanders`, started
+    and heartbeating meanwhile, are there to fetch it later).
+
+    Returns the job's id, w0's (stale) job and w1's (current) one.
+    """
+    job_id = await s.defer()
+    for name in ("w0", "w1", *bystanders):
+        await s.start(name)
+    stale = await s.fetch("w0")
+    if stale is None or stale.id != job_id:
+        raise NotThere("w0 did not fetch the job")
+    s.stand_still("w0", 60)
+    for name in ("w1", *bystanders):
+        await s.beat(name)
+    if job_id not in await s.recipe():
+        raise NotThere("the recipe did not find w0's job stalled")
+    owner = await s.fetch("w1")
+    if owner is None or owner.id != job_id:
+        raise NotThere("w1 did not fetch the recovered job")
+    return job_id, stale, owner
+
+
+def run(steps: Callable[[Story], Awaitable[int]]) -> int:
+    """Play `steps` on the script's database (its one argument); return the exit status."""
+
+    async def play() -> int:
+        s = Story(dsn())
+        await s.open()
+        try:
+            return await steps(s)
+        except NotThere as why:
+            return finish(False, str(why))
+        finally:
+            await s.close()
+
+    return asyncio.run(play())

@@ -18,47 +18,27 @@ twice at once is what procrastinate means to avoid.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
-from _story import Story, dsn, finish, say
+from _story import Story, finish, recovered, run, say
 
 
-async def main() -> int:
-    s = Story(dsn())
-    await s.open()
-    try:
-        job_id = await s.defer()
-        await s.start("w0")
-        await s.start("w1")
-        await s.start("w2")
-        stale = await s.fetch("w0")
-        if stale is None or stale.id != job_id:
-            return finish(False, "w0 did not fetch the job")
-        s.stand_still("w0", 60)
-        await s.beat("w1")
-        await s.beat("w2")
-        if job_id not in await s.recipe():
-            return finish(False, "the recipe did not find w0's job stalled")
-        owner = await s.fetch("w1")
-        if owner is None or owner.id != job_id:
-            return finish(False, "w1 did not fetch the recovered job")
-        say("w0 wakes: its task raised, its worker asks for a retry")
-        if not await s.retry("w0", stale):
-            return finish(False, "w0's late retry_job was refused")
-        await s.beat("w1")
-        second = await s.fetch("w2")
-        if second is None or second.id != job_id:
-            return finish(False, "w2 did not fetch the job w1 holds")
-        return finish(
-            True,
-            f"while worker w1 ran job {job_id} with a fresh heartbeat, the silent "
-            "worker w0's late retry_job put it back to todo and worker w2 fetched it: "
-            "two live workers ran the job at once",
-        )
-    finally:
-        await s.close()
+async def steps(s: Story) -> int:
+    job_id, stale, _ = await recovered(s, ("w2",))
+    say("w0 wakes: its task raised, its worker asks for a retry")
+    if not await s.retry("w0", stale):
+        return finish(False, "w0's late retry_job was refused")
+    await s.beat("w1")
+    second = await s.fetch("w2")
+    if second is None or second.id != job_id:
+        return finish(False, "w2 did not fetch the job w1 holds")
+    return finish(
+        True,
+        f"while worker w1 ran job {job_id} with a fresh heartbeat, the silent "
+        "worker w0's late retry_job put it back to todo and worker w2 fetched it: "
+        "two live workers ran the job at once",
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(run(steps))

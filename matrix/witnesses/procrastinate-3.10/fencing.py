@@ -20,45 +20,27 @@ execution's result.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
-from _story import Story, dsn, finish, say
+from _story import Story, finish, recovered, run, say
 from procrastinate import jobs
 
 
-async def main() -> int:
-    s = Story(dsn())
-    await s.open()
-    try:
-        job_id = await s.defer()
-        await s.start("w0")
-        await s.start("w1")
-        stale = await s.fetch("w0")
-        if stale is None or stale.id != job_id:
-            return finish(False, "w0 did not fetch the job")
-        s.stand_still("w0", 60)
-        await s.beat("w1")
-        if job_id not in await s.recipe():
-            return finish(False, "the recipe did not find w0's job stalled")
-        owner = await s.fetch("w1")
-        if owner is None or owner.id != job_id:
-            return finish(False, "w1 did not fetch the recovered job")
-        say("w0 wakes: its task ended, its worker records the outcome")
-        late = await s.finish("w0", stale, jobs.Status.SUCCEEDED)
-        if not late:
-            return finish(False, "w0's late finish_job was refused")
-        await s.finish("w1", owner, jobs.Status.SUCCEEDED)
-        return finish(
-            True,
-            "after the documented stalled-job recipe re-queued job "
-            f"{job_id} and worker w1 fetched it, the silent worker w0's late "
-            "finish_job(succeeded) was accepted and marked the job succeeded while w1 "
-            "was running it: finish_job matches by id and status only",
-        )
-    finally:
-        await s.close()
+async def steps(s: Story) -> int:
+    job_id, stale, owner = await recovered(s)
+    say("w0 wakes: its task ended, its worker records the outcome")
+    late = await s.finish("w0", stale, jobs.Status.SUCCEEDED)
+    if not late:
+        return finish(False, "w0's late finish_job was refused")
+    await s.finish("w1", owner, jobs.Status.SUCCEEDED)
+    return finish(
+        True,
+        "after the documented stalled-job recipe re-queued job "
+        f"{job_id} and worker w1 fetched it, the silent worker w0's late "
+        "finish_job(succeeded) was accepted and marked the job succeeded while w1 "
+        "was running it: finish_job matches by id and status only",
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(run(steps))

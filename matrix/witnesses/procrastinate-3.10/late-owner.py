@@ -22,51 +22,45 @@ fetch_job also fails (the foreign key to procrastinate_workers), which the scrip
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import psycopg
-from _story import Story, dsn, finish, say
+from _story import Story, finish, run, say
 from procrastinate import exceptions
 
 
-async def main() -> int:
-    s = Story(dsn())
-    await s.open()
+async def steps(s: Story) -> int:
+    job_id = await s.defer()
+    await s.start("w0")
+    held = await s.fetch("w0")
+    if held is None or held.id != job_id:
+        return finish(False, "w0 did not fetch the job")
+    s.stand_still("w0", 31)
+    await s.start("w1")
+    say("w0 wakes and its heartbeat loop runs")
+    await s.beat("w0")
+    await s.beat("w0")
+    gone = "no row" in s.worker_row("w0")
+    say(f"nobody else fetched job {job_id}: {s.job_row(job_id)}")
+    stalled = list(await s.jm.get_stalled_jobs())
+    say(f"get_stalled_jobs() right after w0's heartbeats -> {[j.id for j in stalled]}")
+    await s.defer()
     try:
-        job_id = await s.defer()
-        await s.start("w0")
-        held = await s.fetch("w0")
-        if held is None or held.id != job_id:
-            return finish(False, "w0 did not fetch the job")
-        s.stand_still("w0", 31)
-        await s.start("w1")
-        say("w0 wakes and its heartbeat loop runs")
-        await s.beat("w0")
-        await s.beat("w0")
-        gone = "no row" in s.worker_row("w0")
-        say(f"nobody else fetched job {job_id}: {s.job_row(job_id)}")
-        stalled = list(await s.jm.get_stalled_jobs())
-        say(f"get_stalled_jobs() right after w0's heartbeats -> {[j.id for j in stalled]}")
-        await s.defer()
-        try:
-            await s.fetch("w0")
-        except exceptions.ConnectorException as exc:
-            cause = exc.__cause__
-            kind = type(cause).__name__ if isinstance(cause, psycopg.Error) else "error"
-            say(f"worker w0: fetch_job -> raised {kind}: {str(cause).splitlines()[0]}")
-        if not gone or job_id not in [j.id for j in stalled]:
-            return finish(False, "w0's heartbeat still landed, or its job is not stalled")
-        return finish(
-            True,
-            "a worker that stood still 31 s while another worker started was pruned: "
-            "once it ran again its heartbeats updated no row, so job "
-            f"{job_id}, which it still ran and nobody else had fetched, stayed stalled "
-            "for the documented recipe to re-queue, and its next fetch_job failed",
-        )
-    finally:
-        await s.close()
+        await s.fetch("w0")
+    except exceptions.ConnectorException as exc:
+        cause = exc.__cause__
+        kind = type(cause).__name__ if isinstance(cause, psycopg.Error) else "error"
+        say(f"worker w0: fetch_job -> raised {kind}: {str(cause).splitlines()[0]}")
+    if not gone or job_id not in [j.id for j in stalled]:
+        return finish(False, "w0's heartbeat still landed, or its job is not stalled")
+    return finish(
+        True,
+        "a worker that stood still 31 s while another worker started was pruned: "
+        "once it ran again its heartbeats updated no row, so job "
+        f"{job_id}, which it still ran and nobody else had fetched, stayed stalled "
+        "for the documented recipe to re-queue, and its next fetch_job failed",
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(run(steps))

@@ -19,48 +19,30 @@ terminated, and its report is refused.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
-from _story import Story, dsn, finish, say
+from _story import Story, finish, recovered, run, say
 
 
-async def main() -> int:
-    s = Story(dsn())
-    await s.open()
-    try:
-        job_id = await s.defer()
-        await s.start("w0")
-        await s.start("w1")
-        stale = await s.fetch("w0")
-        if stale is None or stale.id != job_id:
-            return finish(False, "w0 did not fetch the job")
-        s.stand_still("w0", 60)
-        await s.beat("w1")
-        if job_id not in await s.recipe():
-            return finish(False, "the recipe did not find w0's job stalled")
-        owner = await s.fetch("w1")
-        if owner is None or owner.id != job_id:
-            return finish(False, "w1 did not fetch the recovered job")
-        await s.beat("w1")
-        say("w0 wakes: its task raised, its worker asks for a retry")
-        await s.retry("w0", stale)
-        await s.beat("w1")
-        listed = [j.id for j in await s.jm.get_stalled_jobs()]
-        say(f"get_stalled_jobs() -> {listed} (w1's heartbeat is fresh)")
-        say("w1's task raises too: its worker asks for a retry, its lease good")
-        if await s.retry("w1", owner):
-            return finish(False, "w1's retry_job was accepted")
-        return finish(
-            True,
-            f"worker w1, which fetched job {job_id} after the documented stalled-job "
-            "recipe re-queued it and whose heartbeat was fresh, had its retry_job "
-            "refused, because the silent worker w0's late retry_job had been accepted "
-            "first and put the job back to todo",
-        )
-    finally:
-        await s.close()
+async def steps(s: Story) -> int:
+    job_id, stale, owner = await recovered(s)
+    await s.beat("w1")
+    say("w0 wakes: its task raised, its worker asks for a retry")
+    await s.retry("w0", stale)
+    await s.beat("w1")
+    listed = [j.id for j in await s.jm.get_stalled_jobs()]
+    say(f"get_stalled_jobs() -> {listed} (w1's heartbeat is fresh)")
+    say("w1's task raises too: its worker asks for a retry, its lease good")
+    if await s.retry("w1", owner):
+        return finish(False, "w1's retry_job was accepted")
+    return finish(
+        True,
+        f"worker w1, which fetched job {job_id} after the documented stalled-job "
+        "recipe re-queued it and whose heartbeat was fresh, had its retry_job "
+        "refused, because the silent worker w0's late retry_job had been accepted "
+        "first and put the job back to todo",
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(run(steps))
