@@ -24,6 +24,7 @@ from hypothesis import seed, settings
 from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 
+from leasecheck import exercised
 from leasecheck.shards import Shard
 from leasecheck.stateful import replay
 from leasecheck.stateful.contract import ContractError
@@ -42,8 +43,13 @@ def test_leasecheck_properties(
     leasecheck_shard: Shard,
     leasecheck_budget: settings,
     leasecheck_out: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
-    """Simulated workers race over leased jobs; every property holds after every step."""
+    """Simulated workers race over leased jobs; every property holds after every step.
+
+    What the examples exercised is recorded with the report, pass or fail, for the
+    run's summary of what each property was put to.
+    """
 
     def machine() -> LeaseMachine:
         return LeaseMachine(leasecheck_harness)
@@ -51,12 +57,15 @@ def test_leasecheck_properties(
     if leasecheck_budget.derandomize:
         machine = seed(leasecheck_shard.seed)(machine)
     budget = leasecheck_shard.budget(leasecheck_budget)
-    _reporting_failures(
-        leasecheck_harness,
-        leasecheck_out,
-        # Any factory will do, as Hypothesis documents; its annotation says a class.
-        lambda: run_state_machine_as_test(machine, settings=budget),  # type: ignore[arg-type]
-    )
+    try:
+        _reporting_failures(
+            leasecheck_harness,
+            leasecheck_out,
+            # Any factory will do, as Hypothesis documents; its annotation says a class.
+            lambda: run_state_machine_as_test(machine, settings=budget),  # type: ignore[arg-type]
+        )
+    finally:
+        record_property(exercised.KEY, dict(leasecheck_harness.coverage))
 
 
 def test_leasecheck_what_is_not_checked(leasecheck_gap: str) -> None:

@@ -156,6 +156,10 @@ class Judge:
     def fail(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
         self.answer("fail", grant, accepted, at, answered)
 
+    def situation(self, name: str) -> None:
+        """Count a situation only the driver sees (a paused call, a blocked one, ...)."""
+        self._judge(Fact("situation", {"name": name}))
+
     def raised(self, call: str, at: int, quote: str) -> None:
         """Note what the queue raised where no grant was at stake (a claim)."""
         self._judge(Fact("raised", {"call": call, "at": at, "quote": quote}))
@@ -243,6 +247,9 @@ class Judge:
         raised: str | None = None,
     ) -> None:
         self.oracle.fail(self.grants[grant], accepted, at, answered, raised)
+
+    def _apply_situation(self, name: str) -> None:
+        self.oracle.saw(name)
 
     def _apply_raised(self, call: str, at: int, quote: str) -> None:
         self.oracle.answer_raised(call, at, quote)
