@@ -104,7 +104,7 @@ def test_one_bar_per_claim_with_its_job(path: Path) -> None:
     ]
     assert sorted(bars) == sorted(_claims(raw))
     labels = sorted(e.text or "" for e in _classed(root, "job-label"))
-    assert labels == sorted(f"{job} #{token}" for _, job, token in _claims(raw))
+    assert labels == sorted(f"{job}#{token}" for _, job, token in _claims(raw))
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])

@@ -6,7 +6,7 @@ from leasecheck.stateful.svg.axis import Axis
 from leasecheck.stateful.svg.doc import Svg
 from leasecheck.stateful.svg.marks import bar_mark
 from leasecheck.stateful.svg.reading import Bar
-from leasecheck.stateful.svg.style import CHAR, INK, RED
+from leasecheck.stateful.svg.style import CHAR, INK, RED, text_width
 
 
 def assign_rows(bars: list[Bar], axis: Axis, last_col: int) -> int:
@@ -14,7 +14,8 @@ def assign_rows(bars: list[Bar], axis: Axis, last_col: int) -> int:
     rows: list[float] = []
     for b in sorted(bars, key=lambda b: b.col):
         start = axis.col_x[b.wait_col if b.wait_col is not None else b.col] - 4
-        stop = max(bar_stop(b, axis, last_col), start + 8 + len(b.job) * CHAR * 2)
+        label = max(len(b.job) * CHAR * 2, text_width(b.label, 9, bold=True) + 6)
+        stop = max(bar_stop(b, axis, last_col), start + 8 + label)
         for i, busy in enumerate(rows):
             if busy < start:
                 b.row, rows[i] = i, stop
@@ -75,6 +76,7 @@ def bar(
         data_worker=b.worker,
         data_job=b.job,
         data_token=b.token,
+        data_ref=b.ref,
         data_lease_end=b.lease_end,
         data_ended=b.end_why or None,
         data_hot="yes" if b.hot else None,
@@ -143,7 +145,7 @@ def bar(
     svg.text(
         x0 + 2,
         y + 10.5,
-        f"{b.job} #{b.token}",
+        b.label,
         size=9,
         font_weight="bold",
         fill=INK,

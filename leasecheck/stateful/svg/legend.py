@@ -9,7 +9,11 @@ from leasecheck.stateful.svg.style import INK, OK, PALETTE, RED, text_width
 
 
 def legend(svg: Svg, y: float, width: float, present: set[str]) -> float:
-    """Explain every kind of mark; failure and effect marks only when the picture has them."""
+    """Explain every kind of mark; the rarer ones only when the picture has them.
+
+    `present`: the ops of the marks drawn (`fail`, `heartbeat:sent`, ...), and `cut`
+    when the time axis skips an idle stretch.
+    """
     svg.text(12, y + 4, "legend", size=10, font_weight="bold", fill=INK)
     x = 70.0
     items: list[tuple[str, str]] = [
@@ -28,6 +32,10 @@ def legend(svg: Svg, y: float, width: float, present: set[str]) -> float:
         items.insert(5, ("failure report accepted / rejected", "fail"))
     if "send" in present:
         items.insert(5, ("effect sent / deduplicated", "send"))
+    if "heartbeat:sent" in present:
+        items.insert(3, ("heartbeat sent (answers nothing)", "sent"))
+    if "cut" in present:
+        items.append(("no event for a while: cut short", "cut"))
     for label, kind in items:
         need = 30 + text_width(label) + 14
         if x + need > width - 10:
@@ -48,6 +56,11 @@ def legend(svg: Svg, y: float, width: float, present: set[str]) -> float:
         elif kind == "beat":
             svg.add("line", x1=x + 8, x2=x + 8, y1=y - 6, y2=y + 8, stroke=OK, stroke_width=2.5)
             svg.add("line", x1=x + 16, x2=x + 16, y1=y - 6, y2=y + 8, stroke=RED, stroke_width=2.5)
+        elif kind == "sent":
+            bar_mark(svg, x + 12, y - 6, "heartbeat:sent", False, False, False)
+        elif kind == "cut":
+            for dx in (8, 14):
+                svg.add("path", d=f"M{x + dx},{y + 7} l4,-12", stroke="#777", stroke_width=1.5)
         elif kind in ("ok", "no"):
             bar_mark(svg, x + 12, y - 6, "complete", kind == "ok", False, False)
         elif kind in ("fail", "send"):

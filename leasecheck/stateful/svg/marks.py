@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from leasecheck.stateful.svg.doc import Placer, Svg
 from leasecheck.stateful.svg.reading import Mark
-from leasecheck.stateful.svg.style import GREY, LEVEL, OK, RED
+from leasecheck.stateful.svg.style import GREY, LEVEL, OK, RED, SENT
 
 
 def bar_mark(
@@ -20,7 +20,9 @@ def bar_mark(
 ) -> None:
     """Draw a heartbeat tick, a completion or failure disc, or a sent effect, on a bar.
 
-    With `tag`, the mark carries a class (`complete accepted`, `heartbeat rejected`, ...)
+    `op` is the call, with `:kind` when the answer is not a plain yes or no: `fail` (an
+    error), `info` (unknown: the connection died), `sent` (a heartbeat that answers
+    nothing). With `tag`, the mark carries a class (`complete accepted`, `heartbeat sent`, ...)
     so tools and tests can read the picture; legend samples carry none.
     """
     cy = y + 7
@@ -28,6 +30,8 @@ def bar_mark(
     outcome = kind or ("accepted" if accepted else "rejected")
     cls = f"{name} {outcome}" + (" voided" if void else "") if tag else None
     title = f"{name} {'accepted' if accepted else 'rejected'}" + (f" ({kind})" if kind else "")
+    if kind == "sent":
+        title = f"{name} sent (fire and forget: it answers nothing, and nothing is judged)"
     if void:
         title += ", then rolled back"
     if hot:
@@ -42,7 +46,7 @@ def bar_mark(
             class_="offending" if tag else None,
         )
     if name == "heartbeat":
-        colour = OK if accepted else RED
+        colour = SENT if kind == "sent" else OK if accepted else RED
         svg.add(
             "line",
             x1=f"{x:.1f}",
@@ -51,6 +55,7 @@ def bar_mark(
             y2=y + 16,
             stroke=colour,
             stroke_width=2.5,
+            stroke_dasharray="3 2" if kind == "sent" else None,
             title=title,
             class_=cls,
         )

@@ -3,12 +3,17 @@
 One pass over the history: every answer or event gets a column; each claim becomes a
 bar that ends at its completion, failure, crash or rollback; heartbeats, completions,
 failures and sent effects become marks on their bar; everything else a mark on its lane.
+
+A claim's job, token and worker come from its saved answer (`{"job_id", "token",
+"worker"}`), or, in a file that saved a user's claim type as its repr, from the judge's
+grant fact for that answer: any claim type draws the same bars.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from leasecheck.stateful.answers import answered, short_label, token_text
 from leasecheck.stateful.history import Event, History
 from leasecheck.stateful.judge import Judge
 from leasecheck.stateful.model import Grant
@@ -42,6 +47,16 @@ class Bar:
     beats: dict[int, int] = field(default_factory=dict)
     """When each heartbeat on the bar was sent -> its column."""
 
+    @property
+    def ref(self) -> str:
+        """How a violation names this claim: the judge's grant label, `w0:job1#1`."""
+        return self.grant.label if self.grant else f"{self.worker}:{self.job}#{self.token}"
+
+    @property
+    def label(self) -> str:
+        """The bar's text: `job1#1`."""
+        return short_label(self.job, self.token)
+
 
 @dataclass
 class Mark:
@@ -68,12 +83,28 @@ class Parsed:
     lanes: list[str] = field(default_factory=list)
 
 
-def parse(history: History, judge: Judge) -> Parsed:
-    """Walk the history once: columns, bars with their ends, lane markers."""
-    reader = Reader(judge)
+def parse(history: History, judge: Judge, *, heartbeat_answers: bool = True) -> Parsed:
+    """Walk the history once: columns, bars with their ends, lane markers.
+
+    With `heartbeat_answers` False (a fire-and-forget heartbeat), a heartbeat's answer
+    is nobody's: it is drawn as sent, neither accepted nor refused.
+    """
+    reader = Reader(judge, heartbeat_answers=heartbeat_answers)
     for e in history.events:
         reader.read(e)
     return reader.done()
+
+
+def answers_heartbeats(history: History, judge: Judge) -> bool:
+    """Guess, for a file that does not say, whether the queue's heartbeat answers.
+
+    A fire-and-forget heartbeat leaves no heartbeat fact and answers nothing (None);
+    a heartbeat that answers returns a bool, which the judge is told.
+    """
+    if any(f.op == "heartbeat" for f in judge.facts):
+        return True
+    beats = [e.value for e in history.events if e.op == "heartbeat" and e.kind == "ok"]
+    return all(isinstance(v, bool) for v in beats)
 
 
 _Key = tuple[str, str, str | None, str | None]
@@ -82,8 +113,9 @@ _Key = tuple[str, str, str | None, str | None]
 class Reader:
     """What the history has said so far: open bars, transactions, pauses, blocked calls."""
 
-    def __init__(self, judge: Judge) -> None:
+    def __init__(self, judge: Judge, *, heartbeat_answers: bool = True) -> None:
         self.judge = judge
+        self.heartbeat_answers = heartbeat_answers
         self.lease = judge.rules.lease
         self.p = Parsed()
         self.ids: dict[str, str] = {}
@@ -108,20 +140,8 @@ class Reader:
         if e.op == "enqueue" and e.kind == "ok":
             self.ids[str(e.value)] = self._job(e.job or "?")
             p.marks.append(Mark(col, e.worker, "enqueue", f"+{e.job}", f"enqueue {e.job}"))
-        elif e.op == "claim" and e.kind == "ok" and isinstance(e.value, dict):
-            job_id = e.value.get("job_id")
-            job = self._job(self.ids.get(str(job_id), f"job?{job_id}"))
-            # The lease is the judge's: from the claim, extended by the heartbeats it
-            # accepted as the owner's. A claim never committed keeps the lease it was given.
-            grant = self.judge.grant_of(e.seq)
-            lease_end = grant.lease_end if grant else int(sent) + self.lease
-            b = Bar(e.worker, job, e.value.get("token"), col, lease_end, waited, grant=grant)
-            p.bars.append(b)
-            self.open.setdefault(e.worker, []).append(b)
-            if e.worker in self.txn:
-                self.txn[e.worker][0].append(b)
         elif e.op == "claim" and e.kind == "ok":
-            p.marks.append(Mark(col, e.worker, "loose", "none", "claim: nothing to claim"))
+            self._claimed(e, col, int(sent), waited)
         elif e.op in ("heartbeat", "complete", "fail", "send") and e.kind != "event":
             self._on_bar(e, col, int(sent), waited)
         elif e.kind == "event":
@@ -143,11 +163,40 @@ class Reader:
         self.p.jobs.setdefault(label, PALETTE[len(self.p.jobs) % len(PALETTE)])
         return label
 
+    def _claimed(self, e: Event, col: int, sent: int, waited: int | None) -> None:
+        """A claim's answer: a bar for the claim it names, or a mark when it names none."""
+        # The lease is the judge's: from the claim, extended by the heartbeats it
+        # accepted as the owner's. A claim never committed keeps the lease it was given.
+        grant = self.judge.grant_of(e.seq)
+        seen = answered(e.value)
+        if seen is not None:
+            job_id, token = seen.job_id, seen.token
+        elif grant is not None:  # saved as its repr: the judge's grant fact names it
+            job_id, token = grant.claim.job_id, _granted_token(grant)
+        else:
+            label, title = ("nothing", "claim: nothing to claim")
+            if e.value is not None:  # a repr nobody committed: which job, no fact says
+                label, title = "claim?", f"claim answered {e.value} (never committed)"
+            self.p.marks.append(Mark(col, e.worker, "loose", label, title))
+            return
+        job = self._job(self.ids.get(str(job_id), f"job?{job_id}"))
+        lease_end = grant.lease_end if grant else sent + self.lease
+        b = Bar(e.worker, job, token, col, lease_end, waited, grant=grant)
+        self.p.bars.append(b)
+        self.open.setdefault(e.worker, []).append(b)
+        if e.worker in self.txn:
+            self.txn[e.worker][0].append(b)
+
     def _bar_of(self, e: Event) -> Bar | None:
-        for b in reversed(self.open.get(e.worker, [])):
-            if b.job == e.job and (e.token is None or b.token == e.token):
-                return b
-        return None
+        """The open bar a call on a held claim belongs to: same job and token, else same job.
+
+        The job alone decides when the claim's answer saved its token in another form
+        than the call's line (a plain value, not its repr).
+        """
+        mine = [b for b in reversed(self.open.get(e.worker, [])) if b.job == e.job]
+        same = [b for b in mine if e.token is None or b.token == e.token]
+        found = same or mine
+        return found[0] if found else None
 
     def _end(self, b: Bar, col: int, why: str) -> None:
         b.end_col, b.end_why = col, why
@@ -161,6 +210,8 @@ class Reader:
         value = e.value
         accepted = value is True or (isinstance(value, dict) and bool(value.get("accepted")))
         op = e.op if e.kind == "ok" else f"{e.op}:{e.kind}"
+        if e.op == "heartbeat" and e.kind == "ok" and not self.heartbeat_answers:
+            op = "heartbeat:sent"  # fire and forget: its answer is nobody's
         if held is None:
             title = f"{e.op} {e.job} ({e.kind})"
             self.p.marks.append(Mark(col, e.worker, "loose", e.op, title))
@@ -202,10 +253,10 @@ class Reader:
             if e.op == "rollback":
                 self._roll_back(claimed, ended, col)
             kind = "txn"
-        elif e.note.startswith("blocked"):
+        elif _waited(e) == "blocked":
             self.blocked[(w, e.op)] = col
             kind, label = "blocked", f"{e.op} waits"
-        elif e.note.startswith("cancelled"):
+        elif _waited(e) == "cancelled":
             kind, label = "cancel", f"{e.op} cancelled"
         elif e.op == "cut":
             kind = "cut"
@@ -221,6 +272,22 @@ class Reader:
         for b in claimed:
             if b.end_col is None:
                 self._end(b, col, "rolled back")
+
+
+def _granted_token(grant: Grant) -> str:
+    """The token as the history's lines name it (its repr), from the grant's label."""
+    _, hash_, token = grant.label.partition("#")  # `w0:job1#1`: worker and job have no #
+    return token if hash_ else token_text(grant.claim.token)
+
+
+def _waited(e: Event) -> str | None:
+    """`blocked` or `cancelled` for a call's lock-wait event: its value, else its note."""
+    if e.value in ("blocked", "cancelled"):
+        return str(e.value)
+    for said in ("blocked", "cancelled"):
+        if e.note.startswith(said):  # files that say it in words only
+            return said
+    return None
 
 
 def order(lanes: list[str]) -> list[str]:

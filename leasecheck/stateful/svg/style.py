@@ -5,6 +5,8 @@ from __future__ import annotations
 PALETTE = ("#4e79a7", "#f28e2b", "#b07aa1", "#9c755f", "#76b7b2", "#d4a017", "#ff9da7", "#2f4b7c")
 """Job colours, in order of first appearance."""
 OK, RED, GREY, INK = "#2e9e44", "#d32f2f", "#e6e6e6", "#222222"
+SENT = "#888888"
+"""A heartbeat that answers nothing: neither accepted (green) nor refused (red)."""
 LEFT, STEP, GAP_MIN, GAP_LOG = 84, 26, 16, 36
 """Where time starts, one event column, and the gap between instants (min + log part)."""
 ROW, LEVEL, LABELS = 18, 11, 2
