@@ -5,12 +5,19 @@ from __future__ import annotations
 from leasecheck.stateful.history import History
 from leasecheck.stateful.judge import Judge
 from leasecheck.stateful.svg.axis import IDLE, Axis, cut_over, grid
-from leasecheck.stateful.svg.bars import assign_rows, bar
+from leasecheck.stateful.svg.bars import assign_rows, bar, ghost
 from leasecheck.stateful.svg.doc import Placer, Svg, defs
 from leasecheck.stateful.svg.evidence import Refs, highlight, refs_in_words
 from leasecheck.stateful.svg.legend import caption, legend
 from leasecheck.stateful.svg.marks import lane_mark
-from leasecheck.stateful.svg.reading import STRIP, Parsed, answers_heartbeats, order, parse
+from leasecheck.stateful.svg.reading import (
+    STRIP,
+    Bar,
+    Parsed,
+    answers_heartbeats,
+    order,
+    parse,
+)
 from leasecheck.stateful.svg.style import (
     FONT,
     INK,
@@ -51,7 +58,9 @@ def render_svg(
         refs = refs_in_words(p, violation)
     if refs is not None:
         highlight(p, refs)
-    keep = [b.lease_end for b in p.bars] + [ended for b in p.bars for ended, _ in b.lapses]
+    # lease ends the picture shows (not those of claims released before them): drawn to scale
+    keep = [b.lease_end for b in p.bars if b.end_col is None or ghost(b) or _late(p, b)]
+    keep += [ended for b in p.bars for ended, _ in b.lapses]
     axis = Axis(p.cols, second, lease, keep)
     last_col = max(len(p.cols) - 1, 0)
     lanes = order(p.lanes)
@@ -117,6 +126,11 @@ def render_svg(
         f"<rect width='100%' height='100%' fill='white'/>"
     )
     return "\n".join(["<?xml version='1.0' encoding='UTF-8'?>", head, *svg.parts, "</svg>"]) + "\n"
+
+
+def _late(p: Parsed, b: Bar) -> bool:
+    """Whether the claim ended after its lease: the picture shows a tail past the lease."""
+    return b.end_col is not None and p.cols[b.end_col].at > b.lease_end
 
 
 def _strip(svg: Svg, p: Parsed, axis: Axis, top: float, height: float, placer: Placer) -> None:
