@@ -6,7 +6,7 @@ sees at a glance who held which job when and whose completion went through.
 
 from __future__ import annotations
 
-from leasecheck.stateful.answers import answered, job_labels, short_label
+from leasecheck.stateful.claimtext import job_labels, saved_claim, short_label
 from leasecheck.stateful.history import Event, History
 
 _WIDTH = 30
@@ -45,7 +45,7 @@ def _claims(value: object, jobs: dict[str, str]) -> str:
     """Name the claims of an answer `job1#1`; a claim saved as its repr, cut to the column."""
     said = []
     for one in value if isinstance(value, list) else [value]:
-        claim = answered(one)
+        claim = saved_claim(one)
         if claim is None:
             said.append(str(one))
         else:

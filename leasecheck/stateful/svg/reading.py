@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from leasecheck.stateful.answers import answered, short_label, token_text
+from leasecheck.stateful.claimtext import saved_claim, short_label, token_text
 from leasecheck.stateful.history import Event, History
 from leasecheck.stateful.judge import Judge
 from leasecheck.stateful.model import Grant
@@ -168,7 +168,7 @@ class Reader:
         # The lease is the judge's: from the claim, extended by the heartbeats it
         # accepted as the owner's. A claim never committed keeps the lease it was given.
         grant = self.judge.grant_of(e.seq)
-        seen = answered(e.value)
+        seen = saved_claim(e.value)
         if seen is not None:
             job_id, token = seen.job_id, seen.token
         elif grant is not None:  # saved as its repr: the judge's grant fact names it

@@ -1,4 +1,4 @@
-"""Claim answers as a history saved them: read back, and labelled short.
+"""Claims as a history saved them: read back, and named short (`job1#1`).
 
 The history saves a claim answer as `{"job_id", "token", "worker"}`, whatever the
 queue's claim type; files written before that was so for a user's own claim type (a
@@ -20,7 +20,7 @@ TOKEN_CHARS = 12
 
 
 @dataclass(frozen=True)
-class Answered:
+class SavedClaim:
     """The claim one saved answer names."""
 
     job_id: Any
@@ -34,12 +34,12 @@ def token_text(token: object) -> str:
     return token if isinstance(token, str) else json.dumps(token, default=str)
 
 
-def answered(value: object) -> Answered | None:
+def saved_claim(value: object) -> SavedClaim | None:
     """Return the claim a saved claim answer names, or None when it names none readably."""
     if not isinstance(value, dict) or "job_id" not in value:
         return None
     token, worker = value.get("token"), value.get("worker")
-    return Answered(
+    return SavedClaim(
         job_id=value["job_id"],
         token=None if token is None else token_text(token),
         worker=None if worker is None else str(worker),
