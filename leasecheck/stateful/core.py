@@ -96,6 +96,7 @@ class Core(Scheduler):
             revokes_expired=self.caps.revokes_expired,
             answers_complete=not self.caps.transactional_effects,
             observes=self.caps.state is not None,
+            heartbeat_answers=self.caps.heartbeat_answers,
         )
         self.judge = Judge(rules, observe=self._observe)
         """Every answer goes to the judge, which writes it down as a fact and judges it."""

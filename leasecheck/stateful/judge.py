@@ -35,6 +35,9 @@ class Rules:
     answers_complete: bool = False
     observes: bool = False
     """Whether the queue has `state()`; without it, what needs it goes unjudged."""
+    heartbeat_answers: bool | None = None
+    """False for a fire-and-forget heartbeat: nothing is judged from it (the picture draws
+    it as sent). None in files saved before it was recorded: the picture infers it."""
 
 
 @dataclass(frozen=True)

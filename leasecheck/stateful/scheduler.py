@@ -140,13 +140,14 @@ class Scheduler:
         others = [s for s in self._sessions() if s is not session]
         if any(s.pending is not None and not s.parked for s in others):
             why = "cancelled by the harness: another call already waits on a lock"
-            self.history.add(self.now, w.name, op, "event", job=job, note=why)
+            self.history.add(self.now, w.name, op, "event", job=job, value="cancelled", note=why)
             self.say(f"  {w.name}'s {what} would wait behind another waiter: cancelled")
             self.cancelled.add(id(session))
             self.pool.cancel(session)
             self._settle()
             return
-        self.history.add(self.now, w.name, op, "event", job=job, note="blocked on a lock")
+        note = "blocked on a lock"
+        self.history.add(self.now, w.name, op, "event", job=job, value="blocked", note=note)
         self._saw("call blocked on a lock")
         self.say(f"  {w.name}'s {what} is blocked on a lock")
 
@@ -210,7 +211,8 @@ class Scheduler:
         one; the harness ends that transaction at once, so no later call of the
         worker runs into an aborted transaction and reads as a refusal.
         """
-        self.history.add(self.now, w.name, op, "event", job=job, note="cancelled by the harness")
+        note = "cancelled by the harness"
+        self.history.add(self.now, w.name, op, "event", job=job, value="cancelled", note=note)
         in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
         if not beat and w.txn is not None and in_error:
             w.main.conn.execute("rollback")
