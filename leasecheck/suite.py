@@ -26,7 +26,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck import exercised
 from leasecheck.shards import Shard
-from leasecheck.stateful import replay
+from leasecheck.stateful import confirm, replay
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
@@ -108,10 +108,18 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
         unusable = None
     if unusable is not None:
         pytest.fail(f"leasecheck: contract error: {unusable}", pytrace=False)
+    gone = confirm.unconfirmed(harness)
     written = harness.recorder.write(out, harness.queue.name, harness.spec)
     for path in (p for p in written if p.suffix == ".json"):
         lines += [f"leasecheck: saved {path} (and .txt, .svg beside it)"]
         lines += [f"leasecheck: replay it with: leasecheck replay {path}"]
+    if gone:
+        lines = [
+            f"leasecheck: NOT A VERDICT: {', '.join(gone)} broke in the search but held when "
+            "its program was replayed on fresh sessions; something outside the program (state "
+            "left on a connection, timing) decided it. The story and files follow.",
+            *lines,
+        ]
     pytest.fail("\n".join(lines), pytrace=False)  # outside `except`: no chained traceback
 
 
