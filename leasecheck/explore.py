@@ -17,11 +17,17 @@ short is no proof.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from leasecheck.stateful.core import Harness
+from leasecheck.dbfixtures import janitor, servers
+from leasecheck.stateful import actors, clock, contract, probe
+from leasecheck.stateful.core import MAX_JOBS, Harness
 from leasecheck.stateful.driver import Driver
 from leasecheck.stateful.moves import WAKE_UP, Stall, Take
 from leasecheck.stateful.program import Step
@@ -212,4 +218,71 @@ def _found(done: Outcome, error: PropertyViolated, steps: list[Step], started: f
     return done
 
 
-__all__ = ["Outcome", "Scope", "enabled", "explore", "fingerprint"]
+def add_parser(commands: Any) -> None:
+    """Add `leasecheck explore` to the command's subparsers."""
+    cmd = commands.add_parser(
+        "explore",
+        help="search every schedule of a small scope",
+        description="Bounded-exhaustive search: every program of up to MOVES moves of "
+        "WORKERS workers over JOBS jobs, with at most PREEMPTIONS calls paused between "
+        "their statements. Exits 0 when the scope holds, 1 on a counterexample (saved as a "
+        "property run saves one), 3 when the time budget ran out first.",
+    )
+    cmd.add_argument("queue", metavar="QUEUE", help="the queue as module:attr")
+    cmd.add_argument("--workers", type=int, default=2)
+    cmd.add_argument("--jobs", type=int, default=1)
+    cmd.add_argument("--moves", type=int, default=3)
+    cmd.add_argument("--preemptions", type=int, default=1)
+    cmd.add_argument("--seconds", type=float, default=600.0, help="time budget (600)")
+    cmd.add_argument(
+        "--pg-dsn",
+        default=os.environ.get("LEASECHECK_DSN"),
+        help="your PostgreSQL server (default: $LEASECHECK_DSN, else an embedded one)",
+    )
+    cmd.add_argument("--leasecheck-dir", default=".leasecheck", help="where failures go")
+    cmd.set_defaults(run=command)
+
+
+def command(args: Any) -> int:
+    """Run `leasecheck explore`; print the closing line (and the counterexample)."""
+    scope = Scope(args.workers, args.jobs, args.moves, args.preemptions)
+    if not (1 <= scope.workers <= 5 and 1 <= scope.jobs <= MAX_JOBS and scope.moves >= 1):
+        print(
+            f"leasecheck explore: give 1-5 workers, 1-{MAX_JOBS} jobs and at least 1 move",
+            file=sys.stderr,
+        )
+        return 2
+    sys.path.insert(0, os.getcwd())
+    try:
+        queue = contract.load(args.queue)
+        server = servers.resolve("embedded", args.pg_dsn, "")
+    except (contract.ContractError, servers.ServerUnavailable) as exc:
+        print(f"leasecheck explore: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with janitor.temporary(server.dsn, "explore") as dsn:
+            clock.prepare(dsn, queue)
+            with clock.connect(dsn) as conn:
+                problem = probe.clock_problem(queue, conn)
+            if problem is not None:
+                print(problem, file=sys.stderr)
+                return 2
+            pool = actors.Pool(dsn)
+            harness = Harness(queue=queue, pool=pool, spec=args.queue)
+            try:
+                done = explore(harness, scope, args.seconds)
+            finally:
+                pool.close()
+    finally:
+        server.stop()
+    if done.violation is not None:
+        print(str(done.violation))
+        print("\n".join(str(s) for s in done.counterexample))
+        written = harness.recorder.write(Path(args.leasecheck_dir), queue.name, args.queue)
+        for path in (p for p in written if p.suffix == ".json"):
+            print(f"leasecheck: saved {path}; replay it with: leasecheck replay {path}")
+    print(f"leasecheck explore: {done.said(scope)}")
+    return 1 if done.violation is not None else (0 if done.complete else 3)
+
+
+__all__ = ["Outcome", "Scope", "add_parser", "command", "enabled", "explore", "fingerprint"]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import mutants
 from leasecheck import explore
 from leasecheck.reference.queue import ReferenceQueue
@@ -33,3 +37,19 @@ def test_a_search_cut_short_says_it_proves_nothing(reference_pool: actors.Pool) 
     done = explore.explore(Harness(queue=ReferenceQueue(), pool=reference_pool), scope, 0.0)
     assert not done.complete
     assert "which proves nothing about the rest" in done.said(scope)
+
+
+def test_the_command_saves_the_counterexample_and_exits_1(tmp_path: Path) -> None:
+    """`leasecheck explore` as a user runs it: its own server, a failure file, exit 1."""
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "leasecheck.cli", "explore", "mutants.naive:Naive",
+            "--moves", "2", "--preemptions", "0", "--leasecheck-dir", str(tmp_path),
+        ],
+        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "[single-completion]" in done.stdout
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("leasecheck explore: violation in scope (2 workers, 1 job")
+    assert len(list(tmp_path.glob("naive-single-completion-*.json"))) == 1
