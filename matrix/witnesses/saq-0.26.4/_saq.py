@@ -3,10 +3,16 @@
 Every worker is a real process started with saq's own command line, `python -m saq
 _saq.settings -v` (`saq/__main__.py`, `saq/runner.py`, `saq.worker.start`): a
 `saq.Worker` on a `PostgresQueue.from_url(dsn)` with its own connection pool, its
-upkeep tasks (sweep, schedule, abort, worker info) and its process tasks. The only
-settings changed from saq's defaults are the upkeep timers, 1 s each instead of 60 s
-for the sweep and 10 s for worker info, so the story takes seconds; the sweep's wait
-for a stuck job to stop is saq's own default, `sweep(..., abort=5.0)`.
+upkeep tasks (sweep, schedule, abort, worker info) and its process tasks. The
+settings changed from saq's defaults: the upkeep timers, 1 s each instead of 60 s for
+the sweep and 10 s for worker info, so the story takes seconds (the sweep's wait for a
+stuck job to stop is saq's own default, `sweep(..., abort=5.0)`); and
+`poll_interval=0.2`, saq's documented polling mode instead of LISTEN/NOTIFY
+(`saq/worker.py` lines 80-81). In LISTEN mode a worker that has just started can miss
+the notification of a job its own `schedule` upkeep dequeued before its LISTEN was in
+place (`saq/queue/postgres.py` lines 592-625 and 697-698), and the job then waits in
+its memory, `active` in the table, until the next notification, which made the moment
+B starts its execution vary; the bug witnessed here does not depend on the mode.
 
 The job is the one a user with a long task writes: `heartbeat=3` (saq's lease: "the
 maximum amount of time a job can survive without a heartbeat in seconds [...] a
@@ -89,6 +95,7 @@ def settings() -> dict[str, Any]:
         "concurrency": int(os.environ["WITNESS_CONCURRENCY"]),
         "id": name,
         "timers": {"sweep": 1, "schedule": 1, "abort": 1, "worker_info": 1},
+        "poll_interval": 0.2,
     }
 
 

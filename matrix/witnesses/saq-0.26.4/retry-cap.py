@@ -1,6 +1,26 @@
-"""retry-cap, saq 0.26.4: a job with retries=3 runs a fourth time.
+"""retry-cap, saq 0.26.4: a job with retries=3 runs four times; stale retries rewind its count.
 
-Replays matrix/results/counterexamples/saq-0.26.4/retry-cap.txt.
+Replays matrix/results/counterexamples/saq-0.26.4/retry-cap.txt: job2 (3 attempts
+promised) is claimed by w1 (attempt 1), swept and claimed by w0 (attempt 2); w1's late
+failure is accepted, re-queues it and writes attempt 1 back, so w1 claims it as
+attempt 2 again; w0's late failure then writes attempt 2 back, and w0 claims it a
+fourth time (attempt 3). Here with saq's own worker processes (`_saq.py`): worker A's
+execution 1 is frozen (SIGSTOP) and swept, worker B runs execution 2 (attempts 2); A
+is thawed and execution 1 raises: saq's retry writes the job back `queued` with
+attempts 1, and A starts execution 3 (attempts 2) beside B; then B's execution 2
+raises too, its retry writes attempts 2 back, and execution 4 starts (attempts 3).
+Four executions of a job saq was told to run at most three times.
+
+Why a bug and not a design: `retries` is saq's cap on executions, not on failures.
+The worker adds one to the job's `attempts` when it starts it (`saq/worker.py` line
+356), and both the worker's failure path and the sweep re-queue it only while
+`retryable` (`saq/worker.py` lines 418-421, `saq/queue/postgres.py` lines 449-452;
+`saq/job.py` lines 260-262: `return self.retries > self.attempts`), else the job ends
+`failed` or `aborted`: with `retries=3` a job runs at most three times. But the count
+lives in the job blob each write carries whole, and a stale execution's retry writes
+its own, older count back by key (`Queue.retry`, `saq/queue/base.py` lines 275-285;
+`_retry`, postgres.py lines 816-823; `_update`, lines 471-476, `WHERE key =
+%(key)s`), so the next execution counts from it again.
 """
 
 from _saq import Story, finish, run, say, stale_retry
