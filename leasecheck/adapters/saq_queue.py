@@ -216,7 +216,7 @@ class SaqQueue:
 
         if _call(conn, push) is None:
             raise RuntimeError(f"saq did not enqueue {job.key}: the key exists")
-        return job.key
+        return str(job.key)
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         async def process(queue: PostgresQueue, pool: PinnedPool) -> Job | None:
