@@ -85,6 +85,7 @@ TARGETS: tuple[Target, ...] = (
     _graphile("0.18.0"),
     _graphile("0.13.0"),
     _node("pgboss-12.38.0", "pg-boss@12.38.0", "leasecheck.adapters.pgboss_queue:PgBossQueue"),
+    Target("saq-0.26.4", "leasecheck.adapters.saq_queue:SaqQueue", ("saq[postgres]==0.26.4",)),
     _sql("naive.sql", control=True),
     _sql("heartbeat_only.sql", control=True),
     _sql("attempt_key.sql", control=True),
