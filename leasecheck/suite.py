@@ -26,6 +26,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck.shards import Shard
 from leasecheck.stateful import replay
+from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 
@@ -88,11 +89,16 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
     try:
         run()
         return
+    except ContractError as error:
+        unusable: str | None = str(error)  # not a verdict: nothing the queue did can be judged
     except (PropertyViolated, BaseExceptionGroup) as error:
         broken = _violations(error)
         if broken is None:
             raise
         lines = [line for e in broken for line in (str(e), *getattr(e, "__notes__", ()))]
+        unusable = None
+    if unusable is not None:
+        pytest.fail(f"leasecheck: contract error: {unusable}", pytrace=False)
     written = harness.recorder.write(out, harness.queue.name, harness.spec)
     for path in (p for p in written if p.suffix == ".json"):
         lines += [f"leasecheck: saved {path} (and .txt, .svg beside it)"]

@@ -25,4 +25,5 @@ ALL = {
     "stale-release": "mutants.stale_release:StaleRelease",
     "batch-first-fence": "mutants.batch_first_fence:BatchFirstFence",
     "batch-by-worker": "mutants.batch_by_worker:BatchByWorker",
+    "no-recovery": "mutants.no_recovery:NoRecovery",
 }

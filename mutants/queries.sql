@@ -133,3 +133,16 @@ update jobs
    set status = 'done', locked_by = null, lease_until = null, finished_at = now()
  where status = 'running' and id = any(%(ids)s::bigint[]) and locked_by = %(worker)s
 returning id
+
+-- name: claim_without_recovery
+-- no-recovery: hand out only queued jobs; a job whose worker died stays running for good.
+update jobs
+   set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
+       lease_until = now() + %(lease)s, claimed_at = now()
+  from (select id from jobs
+         where status = 'queued'
+         order by id
+         limit 1
+         for update skip locked) as next
+ where jobs.id = next.id
+returning jobs.id, jobs.attempt

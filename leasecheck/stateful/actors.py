@@ -29,6 +29,7 @@ import psycopg
 from psycopg import Connection
 
 from leasecheck.stateful import clock
+from leasecheck.stateful.clock import QUERIES
 
 SAFETY_TIMEOUT = 30.0
 SPARES = 2
@@ -135,8 +136,7 @@ class Pool:
 
     def _connect(self) -> Connection[Any]:
         conn = clock.connect(self.dsn)
-        with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
-            conn.execute("set deadlock_timeout = '1h'")  # the harness reports deadlocks itself
+        _harness_settings(conn)
         return conn
 
     def _spare(self) -> Connection[Any]:
@@ -171,6 +171,9 @@ class Pool:
             return
         if session.in_transaction:
             session.conn.rollback()
+        if session.used:
+            clean(session.conn)
+            _harness_settings(session.conn)
         session.pending = None
         self._free.append(session)
 
@@ -239,6 +242,24 @@ class Pool:
         return "; ".join(
             f"pid {r[0]} {r[1]} waiting {r[2]}/{r[3]} on {r[4]}: {r[5]!r}" for r in rows
         )
+
+
+def clean(conn: Connection[Any]) -> None:
+    """Clear what a queue may leave on a session, so the next example starts alike.
+
+    What DISCARD ALL does, but for DEALLOCATE ALL (psycopg keeps its own prepared
+    statements on the session and would not know they were gone): session-level
+    advisory locks released (a library's sweep lock, kept for life, would otherwise
+    disable the sweeps of every later example), settings back to the connection's
+    defaults (the simulated clock's search_path is one, set at connect), cursors
+    closed, temporary tables and sequence state dropped, nothing listened to.
+    """
+    conn.execute(QUERIES["clean_session"].text)
+
+
+def _harness_settings(conn: Connection[Any]) -> None:
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+        conn.execute("set deadlock_timeout = '1h'")  # the harness reports deadlocks itself
 
 
 _INVOCATIONS = itertools.count(1)

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from psycopg import Connection
 
-from leasecheck.stateful import actors, clock
+from leasecheck.stateful import actors, answers, clock
+from leasecheck.stateful.answers import Answered, Outcome, Raised
 from leasecheck.stateful.contract import (
     CALLS,
     STATES,
@@ -34,7 +35,6 @@ from leasecheck.stateful.contract import (
     ContractError,
     JobId,
     Queue,
-    as_claim,
     capabilities,
 )
 from leasecheck.stateful.history import History
@@ -79,7 +79,8 @@ class Harness:
         return capabilities(self.queue)
 
     def reset(self) -> None:
-        """Empty the queue and the harness tables between examples."""
+        """Empty the queue and the harness tables between examples, on a clean monitor."""
+        actors.clean(self.pool.monitor)
         self.queue.reset(self.pool.monitor)
         clock.reset(self.pool.monitor)
 
@@ -144,7 +145,13 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
     def _observe(self, job_id: JobId) -> str:
         """Read the job's status from the queue's own tables (its `state`), as committed."""
         assert self.caps.state is not None
-        status = self.caps.state(self.pool.monitor, job_id)
+        try:
+            status = self.caps.state(self.pool.monitor, job_id)
+        except Exception as exc:
+            raise ContractError(
+                f"{self.queue.name}: state() raised {answers.Raised(exc).quote} for job "
+                f"{job_id!r}; it must read the job's status and answer one of {', '.join(STATES)}"
+            ) from None
         if status not in STATES:
             raise ContractError(
                 f"{self.queue.name}: state() answered {status!r} for job {job_id!r}; "
@@ -196,18 +203,18 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
         h.next_beat = self.now + BEAT
         lease = timedelta(microseconds=LEASE)
 
-        def done(result: Any, at: int) -> None:
-            if isinstance(result, BaseException):
-                h.believed = False
-                return
-            if not self.caps.heartbeat_answers:
+        def done(outcome: Outcome, at: int) -> None:
+            if not self.caps.heartbeat_answers and isinstance(outcome, Answered):
                 return  # fire and forget: the lease is kept, the answer unknown
-            accepted = bool(result)
-            if not accepted:
+            read = answers.yes_no(self.queue.name, "heartbeat", outcome)
+            if not read.judged:
+                h.believed = False  # the worker no longer knows whether it holds the job
+                return
+            if not read.yes:
                 h.believed = False
                 h.next_beat = None
             if h.grant is not None:
-                self.judge.heartbeat(h.grant, accepted, at, self.now)
+                self.judge.answer("heartbeat", h.grant, read.yes, at, self.now, read.raised)
 
         self._call(
             w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done, beat=True
@@ -340,17 +347,27 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
     def _claim(self, w: Worker) -> None:
         lease = timedelta(microseconds=LEASE)
 
-        def done(result: Any, at: int) -> None:
-            if isinstance(result, BaseException) or result is None:
-                note(f"t={_seconds(at)} {w.name} claims: nothing")
+        def done(outcome: Outcome, at: int) -> None:
+            raw = answers.claim(self.queue.name, outcome)
+            if raw is None:
+                self._nothing(w, "claim", outcome, at)
                 return
-            self._granted(w, result, at)
+            self._granted(w, raw, at)
 
         self._call(w, "claim", None, lambda c: self.queue.claim(c, w.name, lease), done)
 
+    def _nothing(self, w: Worker, call: str, outcome: Outcome, at: int) -> None:
+        """Tell the story of a claim that handed out nothing; an exception is noted for the
+        judge, whose no-lost-jobs story quotes it if a job is never handed out again."""
+        if isinstance(outcome, Raised):
+            self.judge.raised(call, at, outcome.quote)
+            note(f"t={_seconds(at)} {w.name} {call}: nothing, it raised {outcome.quote}")
+        else:
+            note(f"t={_seconds(at)} {w.name} {call}: nothing")
+
     def _granted(self, w: Worker, result: Any, at: int) -> None:
         """Take a claim the queue handed `w` at `at`; the oracle judges it once it commits."""
-        claim = as_claim(result)
+        claim = answers.checked(self.queue.name, "claim", result)
         label = f"{w.name}:{self._job_label(claim)}#{claim.token!r}"
         held = Held(claim=claim, label=label, raw=result)
         w.held.append(held)
@@ -393,12 +410,11 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
             assert claim_many is not None
             lease = timedelta(microseconds=LEASE)
 
-            def done(result: Any, at: int) -> None:
-                if isinstance(result, BaseException):
-                    return
-                if not result:
-                    note(f"t={_seconds(at)} {w.name} claims a batch: nothing")
-                for raw in result:
+            def done(outcome: Outcome, at: int) -> None:
+                raws = answers.claims(self.queue.name, outcome)
+                if not raws:
+                    self._nothing(w, "claim_many", outcome, at)
+                for raw in raws:
                     self._granted(w, raw, at)
 
             self._call(w, "claim_many", None, lambda c: claim_many(c, w.name, lease, size), done)
@@ -438,33 +454,21 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
                 self._send(w, h)
             effect = _no_batch_effect
 
-        def done(result: Any, at: int) -> None:
+        def done(outcome: Outcome, at: int) -> None:
             for h in batch:
                 if h in w.held:
                     w.held.remove(h)
             self.db_dirty = True
-            if isinstance(result, BaseException):
-                lost = isinstance(result, psycopg.OperationalError)  # outcome unknown
-                for h in batch:
-                    self.completions[calls[id(h.raw)]] = (h, None if lost else False)
-                return
-            answers = list(result)
-            if len(answers) != len(batch):
-                raise ContractError(
-                    f"{self.queue.name}: complete_many answered {len(answers)} times for "
-                    f"{len(batch)} claims; answer once per claim, in order"
-                )
-            for h, answer in zip(batch, answers, strict=True):
-                accepted = answer is True
+            reads = answers.answers(self.queue.name, outcome, len(batch))
+            for h, read in zip(batch, reads, strict=True):
                 call_id = calls[id(h.raw)]
-                self.completions[call_id] = (h, accepted)
+                self.completions[call_id] = (h, read.yes if read.judged else None)
+                if not read.judged:
+                    continue  # the connection died under it, or the harness ended it
                 if w.txn is not None:
                     w.txn_calls.append(call_id)
-                note(
-                    f"t={_seconds(at)} {w.name} completes {h.label} in a batch: "
-                    f"{'accepted' if accepted else 'rejected'}"
-                )
-                self._apply(w, partial(self._judge_complete, h, accepted, at, self.now))
+                note(f"t={_seconds(at)} {w.name} completes {h.label} in a batch: {_said(read)}")
+                self._apply(w, partial(self._judge_complete, h, read, at, self.now))
 
         self._call(
             w,
@@ -485,27 +489,27 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
     def _heartbeat(self, w: Worker, h: Held) -> None:
         lease = timedelta(microseconds=LEASE)
 
-        def done(result: Any, at: int) -> None:
-            if isinstance(result, BaseException):
-                return
-            if not self.caps.heartbeat_answers:
+        def done(outcome: Outcome, at: int) -> None:
+            if not self.caps.heartbeat_answers and isinstance(outcome, Answered):
                 note(f"t={_seconds(at)} {w.name} heartbeats {h.label}: it answers nothing")
                 return
-            accepted = bool(result)
-            if not accepted:
+            read = answers.yes_no(self.queue.name, "heartbeat", outcome)
+            if not read.judged:
+                return
+            if not read.yes:
                 h.believed = False
-            note(
-                f"t={_seconds(at)} {w.name} heartbeats {h.label}: "
-                f"{'extended' if accepted else 'refused'}"
-            )
+            said = "extended" if read.yes else _said(read)
+            note(f"t={_seconds(at)} {w.name} heartbeats {h.label}: {said}")
             answered = self.now
-            self._apply(w, lambda: self._judge_beat(h, accepted, at, answered))
+            self._apply(w, lambda: self._judge(h, "heartbeat", read, at, answered))
 
         self._call(w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done)
 
-    def _judge_beat(self, h: Held, accepted: bool, at: int, answered: int) -> None:
+    def _judge(self, h: Held, op: str, read: answers.YesNo, at: int, answered: int) -> None:
+        """Hand one judged answer of `h`'s grant to the judge (a claim never committed has
+        no grant: nothing to judge)."""
         if h.grant is not None:
-            self.judge.heartbeat(h.grant, accepted, at, answered)
+            self.judge.answer(op, h.grant, read.yes, at, answered, read.raised)
 
     @precondition(lambda self: bool(self._pairs("complete")))
     @rule(pick=PICK)
@@ -535,29 +539,24 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
             self._send(w, h)
             effect = _no_effect
 
-        def done(result: Any, at: int) -> None:
+        def done(outcome: Outcome, at: int) -> None:
             if h in w.held:
                 w.held.remove(h)
             self.db_dirty = True
-            if isinstance(result, psycopg.OperationalError):
-                self.completions[call_id] = (h, None)  # the connection died: outcome unknown
-                return
-            accepted = result is True
-            self.completions[call_id] = (h, accepted)
+            read = answers.yes_no(self.queue.name, "complete", outcome)
+            self.completions[call_id] = (h, read.yes if read.judged else None)
+            if not read.judged:
+                return  # the connection died under it (outcome unknown), or the harness ended it
             if w.txn is not None:
                 w.txn_calls.append(call_id)
-            note(
-                f"t={_seconds(at)} {w.name} completes {h.label}: "
-                f"{'accepted' if accepted else 'rejected'}"
-            )
+            note(f"t={_seconds(at)} {w.name} completes {h.label}: {_said(read)}")
             answered = self.now
-            self._apply(w, lambda: self._judge_complete(h, accepted, at, answered))
+            self._apply(w, lambda: self._judge(h, "complete", read, at, answered))
 
         self._call(w, "complete", h, lambda c: self.queue.complete(c, h.raw, effect), done)
 
-    def _judge_complete(self, h: Held, accepted: bool, at: int, answered: int) -> None:
-        if h.grant is not None:
-            self.judge.complete(h.grant, accepted, at, answered)
+    def _judge_complete(self, h: Held, read: answers.YesNo, at: int, answered: int) -> None:
+        self._judge(h, "complete", read, at, answered)
 
     @precondition(lambda self: bool(self._pairs("send")))
     @rule(pick=PICK)
@@ -596,24 +595,17 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
             self._fail(*self._pick_pair(pick, "fail"))
 
     def _fail(self, w: Worker, h: Held) -> None:
-        def done(result: Any, at: int) -> None:
+        def done(outcome: Outcome, at: int) -> None:
             if h in w.held:
                 w.held.remove(h)
-            if isinstance(result, BaseException):
+            read = answers.yes_no(self.queue.name, "fail", outcome)
+            if not read.judged:
                 return
-            accepted = bool(result)
-            note(
-                f"t={_seconds(at)} {w.name} fails {h.label}: "
-                f"{'accepted' if accepted else 'rejected'}"
-            )
+            note(f"t={_seconds(at)} {w.name} fails {h.label}: {_said(read)}")
             answered = self.now
-            self._apply(w, lambda: self._judge_fail(h, accepted, at, answered))
+            self._apply(w, lambda: self._judge(h, "fail", read, at, answered))
 
         self._call(w, "fail", h, lambda c: self.queue.fail(c, h.raw, "job raised"), done)
-
-    def _judge_fail(self, h: Held, accepted: bool, at: int, answered: int) -> None:
-        if h.grant is not None:
-            self.judge.fail(h.grant, accepted, at, answered)
 
     @precondition(lambda self: any(not w.paused for w in self.workers))
     @rule(pick=PICK)
@@ -751,8 +743,11 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
             note(f"t={_seconds(self.now)} the recovery sweep is still blocked: no second one")
             return
 
-        def done(result: Any, at: int) -> None:
-            if not isinstance(result, BaseException):
+        def done(outcome: Outcome, at: int) -> None:
+            if isinstance(outcome, Raised):
+                self.judge.raised("maintain", at, outcome.quote)
+                note(f"t={_seconds(at)} the queue's recovery sweep raised {outcome.quote}")
+            elif isinstance(outcome, Answered):
                 note(f"t={_seconds(at)} the queue's recovery sweep ran")
 
         self._call(sweeper, "maintain", None, maintain, done)
@@ -936,11 +931,14 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
             return False  # the machine's own look, not the judge's: not recorded as a fact
         return any(self._observe(job_id) in ("queued", "running") for job_id in self.oracle.jobs)
 
-    def _drained(self, w: Worker) -> Callable[[Any, int], None]:
-        def done(result: Any, at: int) -> None:
-            if isinstance(result, BaseException) or result is None:
+    def _drained(self, w: Worker) -> answers.Done:
+        def done(outcome: Outcome, at: int) -> None:
+            result = answers.claim(self.queue.name, outcome)
+            if result is None:
+                if isinstance(outcome, Raised):
+                    self.judge.raised("claim", at, outcome.quote)
                 return
-            claim = as_claim(result)
+            claim = answers.checked(self.queue.name, "claim", result)
             label = f"drain:{self._job_label(claim)}#{claim.token!r}"
             held = Held(claim=claim, label=label, raw=result)
             key = self.queue.effect_key(result)
@@ -958,6 +956,13 @@ class LeaseMachine(Scheduler, RuleBasedStateMachine):
         self.workers = []
         self.sweeper = None
         self.h.reset()
+
+
+def _said(read: answers.YesNo) -> str:
+    """Say what a judged yes/no answer was, quoting an exception."""
+    if read.yes:
+        return "accepted"
+    return f"refused, it raised {read.raised}" if read.raised else "rejected"
 
 
 def _no_effect(conn: Connection[Any]) -> None:

@@ -32,11 +32,21 @@ ALL = tuple(DESCRIPTIONS)
 
 @dataclass(frozen=True)
 class Violation:
-    """One broken property, with the story of how and the evidence."""
+    """One broken property, with the story of how and the evidence.
+
+    `jobs` and `grants` are what it rests on, as data (job labels; grant labels, the
+    culprit first), so a picture or a report finds them without reading the words.
+    """
 
     prop: str
     message: str
     evidence: tuple[str, ...] = ()
+    jobs: tuple[str, ...] = ()
+    grants: tuple[str, ...] = ()
+
+    def refs(self) -> dict[str, list[str]]:
+        """Return the references as plain JSON values."""
+        return {"jobs": list(self.jobs), "grants": list(self.grants)}
 
     def __str__(self) -> str:
         lines = [f"[{self.prop}] {self.message}", *(f"    {e}" for e in self.evidence)]

@@ -50,6 +50,7 @@ class Recorder:
                 "queue_spec": spec,
                 "property": prop,
                 "violation": str(failure.violation),
+                "violation_refs": failure.violation.refs(),
                 "program": to_json(steps),
                 "judge": failure.judged,
             }

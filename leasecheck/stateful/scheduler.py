@@ -8,6 +8,7 @@ the order the calls were sent. It judges nothing.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +18,8 @@ from hypothesis.control import currently_in_test_context
 from psycopg import Connection
 
 from leasecheck.stateful import actors
-from leasecheck.stateful.contract import Claim
+from leasecheck.stateful.answers import Answered, Done, Ended, Lost, Outcome, Raised
+from leasecheck.stateful.contract import Claim, ContractError, as_claim
 from leasecheck.stateful.history import History
 from leasecheck.stateful.workers import Held, Worker
 
@@ -28,10 +30,27 @@ def note(message: str) -> None:
         _hypothesis_note(message)
 
 
-def plain(value: Any) -> Any:
-    """Return `value` as something the history can hold and serialise."""
+_CLAIMING = ("claim", "claim_many")
+
+
+def plain(value: Any, *, claims: bool = False) -> Any:
+    """Return `value` as something the history can hold and serialise.
+
+    With `claims`, a claim of any type the contract allows (a `Claim`, an object with
+    job_id, token and worker, a 3-tuple), or a list of them, is written as its parts.
+    """
+    if claims and isinstance(value, list):
+        return [plain(v, claims=True) for v in value]
+    if claims and value is not None:
+        with contextlib.suppress(ContractError):
+            claim = as_claim(value)
+            return {
+                "job_id": plain(claim.job_id),
+                "token": repr(claim.token),
+                "worker": claim.worker,
+            }
     if isinstance(value, Claim):
-        return {"job_id": plain(value.job_id), "token": repr(value.token), "worker": value.worker}
+        return plain(value, claims=True)
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
     return repr(value)
@@ -68,7 +87,7 @@ class Scheduler:
         op: str,
         held: Held | None,
         fn: Callable[[Connection[Any]], Any],
-        done: Callable[[Any, int], None],
+        done: Done,
         *,
         beat: bool = False,
     ) -> None:
@@ -118,49 +137,42 @@ class Scheduler:
         held: Held | None,
         at: int,
         result: Any,
-        done: Callable[[Any, int], None],
+        done: Done,
         *,
         beat: bool,
     ) -> None:
-        """Record the answer of a call sent at `at` and hand it to `done` with that time."""
+        """Record what a call sent at `at` ended in and hand that outcome to `done`."""
         job = self._job_label(held.claim) if held else None
         token = repr(held.claim.token) if held else None
         session = w.beat if beat else w.main
-        if isinstance(result, psycopg.errors.QueryCanceled) and id(session) in self.cancelled:
-            self.cancelled.discard(id(session))
+        assert session is not None
+        outcome = self._outcome(session, result)
+        if isinstance(outcome, Ended):
             self._harness_cancelled(w, op, job, beat=beat)
-            done(result, at)
-            return
-        if isinstance(result, psycopg.OperationalError):
-            self.history.add(
-                self.now,
-                w.name,
-                op,
-                "info",
-                job=job,
-                token=token,
-                note=" ".join(str(result).split())[:120],
-            )
-            done(result, at)
-            return
-        if isinstance(result, BaseException):
-            self.history.add(
-                self.now,
-                w.name,
-                op,
-                "fail",
-                job=job,
-                token=token,
-                note=f"{type(result).__name__}: {result}"[:200],
-            )
+        elif isinstance(outcome, Lost):
+            text = " ".join(str(result).split())[:120]
+            self.history.add(self.now, w.name, op, "info", job=job, token=token, note=text)
+        elif isinstance(outcome, Raised):
+            self.history.add(self.now, w.name, op, "fail", job=job, token=token, note=outcome.quote)
             in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
             if not beat and w.txn is not None and in_error:
                 w.main.conn.execute("rollback")  # the worker gives up its failed transaction
                 self._end_txn(w, commit=False, why="the transaction failed")
-            done(result, at)
-            return
-        self.history.add(self.now, w.name, op, "ok", job=job, token=token, value=plain(result))
-        done(result, at)
+        else:
+            value = plain(result, claims=op in _CLAIMING)
+            self.history.add(self.now, w.name, op, "ok", job=job, token=token, value=value)
+        done(outcome, at)
+
+    def _outcome(self, session: actors.Session, result: Any) -> Outcome:
+        """Return what the call ended in: only a live connection's exception is the queue's."""
+        if not isinstance(result, BaseException):
+            return Answered(result)
+        if isinstance(result, psycopg.errors.QueryCanceled) and id(session) in self.cancelled:
+            self.cancelled.discard(id(session))
+            return Ended("cancelled by the harness")
+        if session.broken:
+            return Lost(result)
+        return Raised(result)
 
     def _harness_cancelled(self, w: Worker, op: str, job: str | None, *, beat: bool) -> None:
         """Record a call the harness cancelled as the harness's doing, never the queue's.
