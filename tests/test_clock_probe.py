@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 import mutants
-
 from leasecheck.dbfixtures import janitor
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import clock, contract, probe
