@@ -110,6 +110,7 @@ def test_declarations() -> None:
     assert not caps.heartbeats and caps.maintain is None and caps.state is not None
     assert caps.one_claim_per_worker and not caps.held_transactions
     assert not caps.transactional_effects and not caps.revokes_expired
+    assert caps.advance_clock is not None  # its clock is the client's, and moves nothing
 
 
 def test_tasks_come_out_in_enqueue_order(conn: psycopg.Connection[Any]) -> None:

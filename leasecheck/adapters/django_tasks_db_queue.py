@@ -57,11 +57,16 @@ contract (read from django-tasks-db 0.13.0's `models.py`,
   django-tasks' `TaskResultStatus`: `READY` is queued, `RUNNING` running,
   `SUCCESSFUL` done, `FAILED` failed.
 - Revocation: nothing ever ends an execution (`revokes_expired = False`).
-- Time: django-tasks-db takes every timestamp in Python (`timezone.now()`: `started_at`,
-  `finished_at`, `enqueued_at` by `auto_now_add`, the `run_after__lte` of `ready()`),
-  so simulated time reaches none of it; it needs none: jobs here have no `run_after`
-  (stored as the far future that `ready()` treats as "now"), and nothing compares
-  `started_at`. No `advance_clock`: there is nothing to move.
+- Time: django-tasks-db's clock is the client's. It takes every timestamp in Python
+  (`timezone.now()`: `claim()`'s `started_at`, `finished_at`, `enqueued_at` by
+  `auto_now_add`, and the bound of `ready()`'s `run_after__lte`) and never says
+  `now()` in SQL, so simulated time reaches none of it. Nothing it decides depends
+  on that clock here: jobs have no `run_after` (stored as the far future, which
+  `ready()` takes as due at once) and nothing reads `started_at`. So
+  `advance_clock` is declared and moves nothing: there is no lease on any clock to
+  move. (The clock probe asks a claim to read `now()`, since a lease end cannot be
+  written otherwise; this claim writes none, and the declaration says its clock is
+  its own, on purpose.)
 
 Django runs on the harness's connection through `leasecheck.adapters.django`
 (`ENGINE`, `use_connection`): every ORM statement, migration and `atomic` block of
@@ -245,6 +250,9 @@ class DjangoTasksDbQueue:
             worker=worker,
             result=task_result,
         )
+
+    def advance_clock(self, conn: Connection[Any], delta: timedelta) -> None:
+        """Nothing to move: django-tasks-db writes no lease (see the module docstring)."""
 
     def heartbeat(self, conn: Connection[Any], claim: Execution, lease: timedelta) -> bool:
         """django-tasks-db has no heartbeat (`heartbeats = False`): nothing to extend."""
