@@ -146,3 +146,23 @@ update jobs
          for update skip locked) as next
  where jobs.id = next.id
 returning jobs.id, jobs.attempt
+
+-- name: read_attempt
+-- check-then-act: the completion's check, a statement of its own (autocommit).
+select attempt from jobs where id = %(id)s and status = 'running'
+
+-- name: complete_by_id
+-- check-then-act: the completion's act, by id alone, trusting the check before it.
+update jobs
+   set status = 'done', locked_by = null, lease_until = null, finished_at = now()
+ where id = %(id)s
+
+-- name: sweep_read_expired
+-- sweep-undoes: the sweep's read, FOR UPDATE in autocommit (the lock ends with the statement).
+select id from jobs
+ where status = 'running' and lease_until < now() and attempt < max_attempts
+   for update
+
+-- name: sweep_requeue_by_id
+-- sweep-undoes: the sweep's write, whatever the job's status is by now.
+update jobs set status = 'queued', locked_by = null, lease_until = null where id = any(%(ids)s)

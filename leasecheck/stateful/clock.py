@@ -60,10 +60,12 @@ def use_simulated_time(conn: Connection[Any]) -> None:
     conn.execute(sql.SQL("set search_path = {}").format(sql.SQL(", ").join(schemas)))
 
 
-def connect(dsn: str, **kwargs: Any) -> Connection[Any]:
-    """Return an autocommit connection whose `now()` is simulated time."""
+def connect(
+    dsn: str, cls: type[Connection[Any]] = psycopg.Connection, **kwargs: Any
+) -> Connection[Any]:
+    """Return an autocommit connection (of class `cls`) whose `now()` is simulated time."""
     options = "-c search_path=" + SEARCH_PATH.replace(" ", "")
-    return psycopg.connect(dsn, autocommit=True, options=options, **kwargs)
+    return cls.connect(dsn, autocommit=True, options=options, **kwargs)
 
 
 def advance(conn: Connection[Any], delta: timedelta) -> None:

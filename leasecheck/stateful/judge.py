@@ -35,6 +35,9 @@ class Rules:
     answers_complete: bool = False
     observes: bool = False
     """Whether the queue has `state()`; without it, what needs it goes unjudged."""
+    heartbeat_answers: bool | None = None
+    """False for a fire-and-forget heartbeat: nothing is judged from it (the picture draws
+    it as sent). None in files saved before it was recorded: the picture infers it."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,10 @@ class Judge:
     def fail(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
         self.answer("fail", grant, accepted, at, answered)
 
+    def situation(self, name: str) -> None:
+        """Count a situation only the driver sees (a paused call, a blocked one, ...)."""
+        self._judge(Fact("situation", {"name": name}))
+
     def raised(self, call: str, at: int, quote: str) -> None:
         """Note what the queue raised where no grant was at stake (a claim)."""
         self._judge(Fact("raised", {"call": call, "at": at, "quote": quote}))
@@ -214,35 +221,30 @@ class Judge:
         except ValueError:
             return None
 
-    def _apply_heartbeat(
+    def _apply_call(
         self,
+        op: str,
         grant: int,
         accepted: bool,
         at: int,
         answered: int | None = None,
         raised: str | None = None,
     ) -> None:
-        self.oracle.heartbeat(self.grants[grant], accepted, at, answered, raised)
+        """Judge a heartbeat, completion or failure report (`op`, the oracle's method)."""
+        judge = getattr(self.oracle, op)
+        judge(self.grants[grant], accepted, at, answered, raised)
 
-    def _apply_complete(
-        self,
-        grant: int,
-        accepted: bool,
-        at: int,
-        answered: int | None = None,
-        raised: str | None = None,
-    ) -> None:
-        self.oracle.complete(self.grants[grant], accepted, at, answered, raised)
+    def _apply_heartbeat(self, **args: Any) -> None:
+        self._apply_call("heartbeat", **args)
 
-    def _apply_fail(
-        self,
-        grant: int,
-        accepted: bool,
-        at: int,
-        answered: int | None = None,
-        raised: str | None = None,
-    ) -> None:
-        self.oracle.fail(self.grants[grant], accepted, at, answered, raised)
+    def _apply_complete(self, **args: Any) -> None:
+        self._apply_call("complete", **args)
+
+    def _apply_fail(self, **args: Any) -> None:
+        self._apply_call("fail", **args)
+
+    def _apply_situation(self, name: str) -> None:
+        self.oracle.saw(name)
 
     def _apply_raised(self, call: str, at: int, quote: str) -> None:
         self.oracle.answer_raised(call, at, quote)

@@ -8,6 +8,7 @@ half-open intervals [granted, end).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
@@ -76,6 +77,12 @@ class Oracle:
     receiver: dict[str, JobId] = field(default_factory=dict)
     raised: list[str] = field(default_factory=list)
     """What the queue raised where no grant was at stake (a claim), for the story."""
+    situations: Counter[str] = field(default_factory=Counter)
+    """The dangerous situations judged so far (`stateful.coverage`): what was exercised."""
+
+    def saw(self, situation: str) -> None:
+        """Count a situation (`stateful.coverage.SITUATIONS`) the example produced."""
+        self.situations[situation] += 1
 
     def _flag(
         self,
@@ -127,6 +134,11 @@ class Oracle:
         job = self.job(claim)
         new = Grant(claim=claim, label=label, granted_at=at, lease_end=at + self.lease)
         jobs = (job.label,)
+        if any(not g.released for g in job.grants):
+            self.saw("expired lease claimed again")
+        if self.max_attempts is not None and len(job.grants) + 1 >= self.max_attempts:
+            at_cap = len(job.grants) + 1 == self.max_attempts
+            self.saw("claim at the attempt cap" if at_cap else "claim past the attempt cap tried")
         if job.finished:
             self._flag(
                 P.NO_LOST_JOBS,
@@ -237,6 +249,7 @@ class Oracle:
         when the lock is let go, and the lease may have run out meanwhile.
         """
         job = self.job(grant.claim)
+        self._situation(job, grant, "heartbeat", at, answered)
         if grant is self.owner(job):
             if accepted:
                 grant.renewals.append((at, grant.lease_end))
@@ -262,6 +275,9 @@ class Oracle:
     ) -> None:
         """Judge a completion; a refusal when it was answered (see `heartbeat`)."""
         job = self.job(grant.claim)
+        self._situation(job, grant, "completion", at, answered)
+        if not accepted and not self.answers_complete:
+            self.saw("completion refused")
         if grant is self.owner(job):
             if not accepted:
                 self._refused(grant, "completion", at if answered is None else answered, raised)
@@ -299,6 +315,7 @@ class Oracle:
     ) -> None:
         """Judge a failure report; a refusal when it was answered (see `heartbeat`)."""
         job = self.job(grant.claim)
+        self._situation(job, grant, "failure report", at, answered)
         if grant is self.owner(job):
             if accepted:
                 grant.released = True
@@ -314,9 +331,24 @@ class Oracle:
                 grants=(grant.label, *_others(job, grant)),
             )
 
+    def _situation(
+        self, job: JobModel, grant: Grant, what: str, at: int, answered: int | None
+    ) -> None:
+        """Count what kind of call of `grant` this was: stale, late or the owner's."""
+        if grant is not self.owner(job):
+            self.saw(f"stale {what} sent")
+        elif grant.lease_end <= at:
+            self.saw("late owner's call")
+        else:
+            self.saw("owner's call refused or accepted")
+            if answered is not None and answered != at:
+                self.saw("owner's call answered after a wait")
+
     def external_effect(self, grant: Grant, key: str) -> bool:
         """Deliver an effect to the deduplicating receiver; return whether it took it."""
         job = self.job(grant.claim)
+        if job.effects_accepted or key in self.receiver:
+            self.saw("effect sent for a job again")
         self._note_key(job, key)
         if key in self.receiver:
             return False
@@ -375,6 +407,9 @@ class Oracle:
 
     def drained(self) -> None:
         """Judge no-lost-jobs, once healing and a full drain are over."""
+        for job in self.jobs.values():
+            if len(job.grants) > 1:
+                self.saw("job recovered and drained")
         lost = self.lost_jobs()
         if lost:
             self._flag(
@@ -422,7 +457,7 @@ def _when(at: int, answered: int | None) -> str:
     """Say when a call was accepted: when sent, and when answered if it waited."""
     if answered is None or answered == at:
         return f"at t={at / 1e6:g}s"
-    return f"at t={answered / 1e6:g}s (sent at t={at / 1e6:g}s, it waited on a lock)"
+    return f"at t={answered / 1e6:g}s (sent at t={at / 1e6:g}s, it waited or was paused)"
 
 
 def _others(job: JobModel, grant: Grant) -> tuple[str, ...]:

@@ -59,3 +59,14 @@ class PropertyViolated(AssertionError):
     def __init__(self, violation: Violation, report: str = "") -> None:
         self.violation = violation
         super().__init__(f"{violation}\n{report}".rstrip())
+
+
+_ERRORS: dict[str, type[PropertyViolated]] = {}
+
+
+def violation_error(prop: str) -> type[PropertyViolated]:
+    """Return the exception class for one property (distinct classes shrink separately)."""
+    if prop not in _ERRORS:
+        name = "".join(part.title() for part in prop.split("-")) + "Violated"
+        _ERRORS[prop] = type(name, (PropertyViolated,), {"__module__": __name__})
+    return _ERRORS[prop]
