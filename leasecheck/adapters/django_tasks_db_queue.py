@@ -33,8 +33,8 @@ contract (read from django-tasks-db 0.13.0's `models.py`,
   worker fails the running tasks of its own id, or a grace period) is not released.
 - Retry cap: a task is claimed at most once (`ready()` reads only `READY` rows, and
   none comes back), and a task that raises is `FAILED` for good (`set_failed`,
-  models.py:283-299; django-tasks has no retries). So `max_attempts = 1`: the code's
-  bound on claims, which retry-cap checks.
+  models.py:283-299; nothing in either package re-queues a failed task). So
+  `max_attempts = 1`: the code's bound on claims, which retry-cap checks.
 - Completion: `Worker.run_task` (db_worker.py:163-205) calls the task, then
   `set_successful(return_value)`, or `set_failed(exc)` if anything raised, and sends
   `task_started` / `task_finished`. Both save the row by primary key with
