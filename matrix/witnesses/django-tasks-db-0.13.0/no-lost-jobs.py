@@ -1,19 +1,19 @@
 """no-lost-jobs, django-tasks-db 0.13.0: a task whose db_worker died stays RUNNING for good.
 
-Replays matrix/results/counterexamples/django-tasks-db-0.13.0/no-lost-jobs.txt: a
-worker claims job1 and crashes while it holds it; the workers that follow, and the
-drain, find nothing to claim, and after the drain django-tasks-db still shows job1
-running. Here with django-tasks-db's own `db_worker` processes (`python -m django
-db_worker`, the project in `_settings.py`, its tasks in `_tasks.py`) on Django's own
-PostgreSQL backend: `manage.py migrate` installs the schema; task A is enqueued with
-the public API (`hang.enqueue(...)`); worker-1 claims it and starts running it, and is
-killed with SIGKILL mid-task. Then `db_worker --batch` (run until nothing is ready,
-then exit) starts twice: under the same `--worker-id worker-1` (a restart, with a
-task B to show the worker runs) and as worker-2. Both exit with nothing left to run;
-task A is RUNNING, and the backend's `get_result` says so. Time: the script rewrites
-django-tasks-db's own `started_at` of task A 24 h into the past before the restart
-(it says so), to show that no age hands a task out again; psycopg is used only for
-that and to read rows.
+Replays matrix/results/counterexamples/django-tasks-db-0.13.0/no-lost-jobs.txt: worker
+w0 completes job1, claims job2 and crashes while it holds it; its replacement w0.2 and
+the drain find nothing to claim (the drain moves the clock on to 8.5 h), and after it
+django-tasks-db still shows job2 running. Here with django-tasks-db's own `db_worker`
+processes (`python -m django db_worker`, the project in `_settings.py`, its tasks in
+`_tasks.py`) on Django's own PostgreSQL backend: `manage.py migrate` installs the
+schema; task A is enqueued with the public API (`hang.enqueue(...)`); worker-1 claims it
+and starts running it, and is killed with SIGKILL mid-task. Then `db_worker --batch`
+(run until nothing is ready, then exit) starts twice: under the same `--worker-id
+worker-1` (a restart, with a task B to show the worker runs) and as worker-2. Both exit
+with nothing left to run; task A is RUNNING, and the backend's `get_result` says so.
+Time: the script rewrites django-tasks-db's own `started_at` of task A 24 h into the
+past before the restart (it says so), to show that no age hands a task out again;
+psycopg is used only for that and to read rows.
 
 Why a bug, not a design: `db_worker` claims only `READY` rows
 (`DBTaskResultQuerySet.ready`, django_tasks_db/models.py:109-117, taken by
