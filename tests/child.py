@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+TIMEOUT = 120.0
+"""Seconds `run` gives a child session to end."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,9 @@ def command(*args: str, rootdir: Path | None = None) -> list[str]:
     return [*argv, *args]
 
 
-def run(argv: list[str], tmp: Path, cwd: Path = REPO, timeout: float = 120, **env: str) -> Finished:
+def run(
+    argv: list[str], tmp: Path, cwd: Path = REPO, timeout: float = TIMEOUT, **env: str
+) -> Finished:
     """Run a child session to its end and return its exit code and output."""
     done = subprocess.run(
         argv,
