@@ -28,4 +28,5 @@ ALL = {
     "no-recovery": "mutants.no_recovery:NoRecovery",
     "check-then-act": "mutants.check_then_act:CheckThenAct",
     "sweep-undoes": "mutants.sweep_undoes:SweepUndoes",
+    "heartbeat-revives": "mutants.heartbeat_revives:HeartbeatRevives",
 }

@@ -166,3 +166,12 @@ select id from jobs
 -- name: sweep_requeue_by_id
 -- sweep-undoes: the sweep's write, whatever the job's status is by now.
 update jobs set status = 'queued', locked_by = null, lease_until = null where id = any(%(ids)s)
+
+-- name: heartbeat_reviving
+-- heartbeat-revives: fenced on the attempt but not on the status, and it writes the status
+-- back to running "to be safe": a beat that waited out its own worker's completion revives
+-- the finished job.
+update jobs
+   set lease_until = now() + %(lease)s, status = 'running', locked_by = %(worker)s
+ where id = %(id)s and attempt = %(attempt)s
+returning id

@@ -146,3 +146,32 @@ def test_a_sweep_that_reads_then_writes_undoes_a_completion(reference_pool: acto
         _replay(queue, reference_pool, SWEEP_AFTER_READ)
     assert caught.value.violation.prop == NO_LOST_JOBS, caught.value
     assert "after the queue had accepted its completion" in caught.value.violation.message
+
+
+BEAT_IN_FLIGHT = [
+    Step("start", {"workers": 2}),
+    Step("claim", {"how": Take(worker=0, held=False)}),
+    Step("preempt", {"pick": 0, "after": 2}),
+    Step("complete", {"pick": 0}),  # BEGIN, UPDATE ... done: paused holding the row
+    Step("time_passes", {"to": "beat"}),  # w0's heartbeat thread beats: blocked on the row
+    Step("resume_call", {"pick": 0}),  # the completion commits; the beat lands after it
+]
+
+
+def test_a_heartbeat_in_flight_while_its_worker_completes_is_judged_after_it(
+    reference_pool: actors.Pool,
+) -> None:
+    """heartbeat-revives: fenced on the attempt only, the beat that waited out its own
+    worker's completion is accepted on the finished job."""
+    queue = contract.load(mutants.ALL["heartbeat-revives"])
+    with pytest.raises(PropertyViolated) as caught:
+        _replay(queue, reference_pool, BEAT_IN_FLIGHT)
+    assert caught.value.violation.prop == FENCING, caught.value
+    assert "the heartbeat of stale w0:job1#1 was accepted" in caught.value.violation.message
+
+
+def test_the_reference_refuses_the_beat_that_waited_out_its_completion(
+    reference_pool: actors.Pool,
+) -> None:
+    done = _replay(ReferenceQueue(), reference_pool, BEAT_IN_FLIGHT)
+    assert [s.rule for s in done.ran] == [s.rule for s in BEAT_IN_FLIGHT]

@@ -56,6 +56,8 @@ class Harness:
     """How the queue was named (`module:attr`), saved with a failure so it can be replayed."""
     coverage: Counter[str] = field(default_factory=Counter)
     """The dangerous situations of every example run on it so far (`stateful.coverage`)."""
+    moves: Counter[str] = field(default_factory=Counter)
+    """How often each move (rule) was made in every example run on it so far: the mix."""
 
     @property
     def caps(self) -> Capabilities:
@@ -354,6 +356,7 @@ class Core(Scheduler):
 
     def _clean_up(self) -> None:
         self.h.coverage.update(self.oracle.situations)
+        self.h.moves.update(step.rule for step in self.program)
         for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
             for session in (w.main, w.beat):
                 if session is not None and not w.crashed:

@@ -197,12 +197,13 @@ class Driver(Calls):
             self._end_txn(w, commit=commit, why="rolled back by the worker")
 
     def preempt(self, pick: int, after: int) -> None:
-        """Arm an actor (a worker, or the queue's sweeper): its next call is paused after
-        `after` round trips, between two of its statements, until `resume_call`."""
+        """Arm an actor (a worker, or the queue's sweeper): its next call that sends more
+        than `after` round trips is paused after `after` of them, between two of its
+        statements, until `resume_call` (shorter calls before it run whole)."""
         with self._step():
             name = self._pick_name(self._preemptible(), pick)
             self.armed[name] = after
-            note = f"its next call pauses after statement {after}"
+            note = f"its next call of more statements pauses after statement {after}"
             self.history.add(self.now, name, "preempt", "event", note=note)
             self.say(f"t={seconds(self.now)} {name}: {note}")
 

@@ -221,35 +221,27 @@ class Judge:
         except ValueError:
             return None
 
-    def _apply_heartbeat(
+    def _apply_call(
         self,
+        op: str,
         grant: int,
         accepted: bool,
         at: int,
         answered: int | None = None,
         raised: str | None = None,
     ) -> None:
-        self.oracle.heartbeat(self.grants[grant], accepted, at, answered, raised)
+        """Judge a heartbeat, completion or failure report (`op`, the oracle's method)."""
+        judge = getattr(self.oracle, op)
+        judge(self.grants[grant], accepted, at, answered, raised)
 
-    def _apply_complete(
-        self,
-        grant: int,
-        accepted: bool,
-        at: int,
-        answered: int | None = None,
-        raised: str | None = None,
-    ) -> None:
-        self.oracle.complete(self.grants[grant], accepted, at, answered, raised)
+    def _apply_heartbeat(self, **args: Any) -> None:
+        self._apply_call("heartbeat", **args)
 
-    def _apply_fail(
-        self,
-        grant: int,
-        accepted: bool,
-        at: int,
-        answered: int | None = None,
-        raised: str | None = None,
-    ) -> None:
-        self.oracle.fail(self.grants[grant], accepted, at, answered, raised)
+    def _apply_complete(self, **args: Any) -> None:
+        self._apply_call("complete", **args)
+
+    def _apply_fail(self, **args: Any) -> None:
+        self._apply_call("fail", **args)
 
     def _apply_situation(self, name: str) -> None:
         self.oracle.saw(name)

@@ -59,7 +59,8 @@ class Scheduler:
     cancelled: set[int]
     """ids of sessions whose running call the harness cancelled (the error is its doing)."""
     armed: dict[str, int]
-    """Actors whose next call is preempted, and after how many round trips."""
+    """Actors whose calls are preempted after so many round trips, until one parks (a call
+    that ends before its gate leaves the actor armed for the next)."""
 
     def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
         raise NotImplementedError
@@ -94,7 +95,7 @@ class Scheduler:
         session = w.beat if beat else w.main
         assert session is not None
         if after is None and not beat:
-            after = self.armed.pop(w.name, None)
+            after = self.armed.get(w.name)  # disarmed once a call parks (see `_after_send`)
         job = self._job_label(held.claim) if held else None
         token = repr(held.claim.token) if held else None
         self.history.add(self.now, w.name, op, "invoke", job=job, token=token)
@@ -131,6 +132,7 @@ class Scheduler:
         what = f"{op} of {job}" if job else op
         if session.parked:
             assert session.gate is not None
+            self.armed.pop(w.name, None)
             statement = self.pool.last_statement(session)
             said = f"paused after statement {session.gate.after}"
             self.history.add(self.now, w.name, op, "event", job=job, value=statement, note=said)
