@@ -4,6 +4,7 @@
     leasecheck replay FILE.json [--queue QUEUE] [--pg-dsn DSN]
     leasecheck judge FILE.json
     leasecheck svg FILE.json [-o OUT.svg]
+    leasecheck explore QUEUE [--workers 2] [--jobs 1] [--moves 3] [--preemptions 1]
 
 `check` runs the property tests through pytest, isolated from the current project's
 pytest configuration, and exits 0 only when every property holds. `replay` runs a
@@ -24,6 +25,7 @@ import sys
 from pathlib import Path
 
 import leasecheck
+from leasecheck import explore
 from leasecheck.adapters.sqlfile_queue import SqlFileError, SqlFileQueue
 from leasecheck.dbfixtures import janitor, servers
 from leasecheck.stateful import actors, clock, contract, profiles, replay, svg
@@ -87,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     draw.add_argument("file", type=Path, metavar="FILE.json")
     draw.add_argument("-o", "--out", type=Path, help="where to write (default: FILE.svg)")
     draw.set_defaults(run=_svg)
+    explore.add_parser(commands)
     return parser
 
 

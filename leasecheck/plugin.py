@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from leasecheck import shards
+from leasecheck import exercised, shards
 from leasecheck.dbfixtures import janitor
 from leasecheck.dbfixtures import plugin as dbplugin
 from leasecheck.stateful import actors, clock, contract, probe, profiles, properties
@@ -335,3 +335,8 @@ def leasecheck_budget(pytestconfig: pytest.Config, leasecheck_out: Path) -> sett
     return profiles.budget(
         pytestconfig.getoption("--leasecheck-profile"), leasecheck_out / "examples"
     )
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say what the property run exercised, per property (nothing if it did not run)."""
+    exercised.hook(terminalreporter, config)
