@@ -18,7 +18,7 @@ that release's):
   (default 10 s; `Job.stuck`, job.py lines 252-258, and the worker's `wait_for`), which
   would take the job from a live, heartbeating worker: the machine's jobs are as long
   as the machine makes them. `ttl=0` keeps a finished job's row, "0 means
-  indefinitely" (job.py line 89): with the default 600 the sweep deletes it after 10
+  indefinitely" (job.py lines 89-90): with the default 600 the sweep deletes it after 10
   minutes, and a negative ttl deletes it at once (`_finish`, lines 836-851), so
   `state()` could not tell done from failed. `retries=3` is the cap (below). Each job
   gets a rising `priority` (the adapter's `saq.sql`): saq dequeues `ORDER BY priority,
