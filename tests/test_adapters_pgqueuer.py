@@ -72,14 +72,9 @@ def _holder(conn: psycopg.Connection[Any], job: object) -> tuple[str, uuid.UUID,
 
 
 def _as_queue(q: PgQueuerQueue) -> contract.Queue:
-    """Return `q` as the harness and the contract's checks take it.
-
-    contract.Queue annotates heartbeat as answering bool, yet a fire-and-forget
-    heartbeat (heartbeat_answers = False, as pgqueuer's) answers None, as the contract's
-    docs allow: the Protocol's annotation is the one that is wrong, and it lives in
-    leasecheck/stateful/contract.py.
-    """
-    return q  # type: ignore[return-value]
+    """Return `q` as the harness and the contract's checks take it (its fire-and-forget
+    heartbeat answers None, which contract.Queue allows)."""
+    return q
 
 
 def _beat(q: PgQueuerQueue, conn: psycopg.Connection[Any], claim: Claim) -> object:
