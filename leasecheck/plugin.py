@@ -155,7 +155,8 @@ def pytest_load_initial_conftests(
     for a test path and, when DIR lies outside the project, finds no configuration
     (or another project's). By now it knows the option: if DIR changed where the
     configuration came from, run the same command again with `=` before any output
-    (only for a command line; pytest.main() in a process of one's own is left as is).
+    (pytest.main() in a process of one's own, which cannot be run again, stops with
+    one line saying to write `=`).
     """
     _rerun_with_equals(early_config, parser)
     return (yield)
@@ -174,7 +175,12 @@ def _rerun_with_equals(config: pytest.Config, parser: pytest.Parser) -> None:
         return
     tail = len(args)
     if sys.orig_argv[len(sys.orig_argv) - tail :] != args or sys.argv[1:] != args:
-        return  # not the command line: nothing to run again
+        moved = [w for w in fixed_addopts + fixed_args if "=" in w and w.split("=")[0] in names]
+        raise pytest.UsageError(
+            f"leasecheck: pytest took the value of {moved[0].split('=')[0]} for a test path "
+            "before it knew the option, and so read its configuration from elsewhere: "
+            f"write {moved[0]}"
+        )  # pytest.main() in a process of its own: not a command line to run again
     env = dict(os.environ, LEASECHECK_RERUN="1")
     if addopts:
         env["PYTEST_ADDOPTS"] = shlex.join(fixed_addopts)
