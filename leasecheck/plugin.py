@@ -36,6 +36,7 @@ from leasecheck import shards
 from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.dbfixtures import plugin as dbplugin
+from leasecheck.dbfixtures.redact import Dsn
 from leasecheck.stateful import actors, clock, contract, probe, profiles, properties
 from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.properties import PropertyViolated
@@ -649,6 +650,20 @@ def leasecheck_budget(
     scope = f"{named[0] if named else ''}|{leasecheck_queue.name}|{shard.id if shard else ''}"
     examples = _ExamplesOf(leasecheck_out, scope, created=not _out_existed(pytestconfig))
     return settings(whole, database=examples)
+
+
+def pytest_assertrepr_compare(
+    config: pytest.Config, op: str, left: object, right: object
+) -> list[str] | None:
+    """Compare a DSN (`leasecheck_database`, ...) without showing its password: pytest's
+    own explanation would diff the two strings, password and all."""
+    if not isinstance(left, Dsn) and not isinstance(right, Dsn):
+        return None
+    return [f"{_shown(left)} {op} {_shown(right)}", "(leasecheck: a DSN's password is not shown)"]
+
+
+def _shown(value: object) -> str:
+    return repr(value)[:200]
 
 
 # ------------------------------------------------------------------ reports, once

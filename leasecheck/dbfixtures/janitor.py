@@ -67,10 +67,12 @@ def create(dsn: str, name: str) -> str:
     return with_database(dsn, name)
 
 
-def drop(dsn: str, name: str) -> None:
+def drop(dsn: str, name: str, unmarked: bool = False) -> None:
     """Drop database `name`, ending any session still connected to it.
 
-    Refuses anything that is not one of the suite's own databases.
+    Refuses anything that is not one of the suite's own databases: named so and
+    marked, or (`unmarked`) a name this process just made up, whose creation was
+    interrupted before the mark.
     """
     if not name.startswith(PREFIX):
         raise ValueError(f"refusing to drop {name!r}: not a leasecheck database")
@@ -81,7 +83,7 @@ def drop(dsn: str, name: str) -> None:
         ).fetchone()
         if row is None:
             return
-        if row[0] != MARK:
+        if row[0] != MARK and not (unmarked and row[0] is None):
             raise ValueError(f"refusing to drop {name!r}: it does not carry the leasecheck mark")
         conn.execute(sql.SQL("drop database {} with (force)").format(sql.Identifier(name)))
 
@@ -106,26 +108,29 @@ def temporary(server_dsn: str, label: str) -> Iterator[str]:
     """Yield a DSN for a fresh database of the suite's own named after `label`; drop it after."""
     admin = admin_dsn(server_dsn)
     name = database_name(label)
-    dsn = create(admin, name)
-    _live[name] = admin
-    try:
+    try:  # an interrupt inside create() must not leave the database behind
+        _live[name] = admin
+        dsn = create(admin, name)
         yield dsn
     finally:
         _live.pop(name, None)
-        drop(admin, name)
+        drop(admin, name, unmarked=True)
 
 
 def end_sessions() -> None:
-    """End every session on the databases this process holds, but keep the databases.
+    """Close the databases this process holds to new sessions and end the ones there.
 
-    For an interrupted run whose calls do not return: each then fails at once, and
-    the run's teardown goes on to drop the databases as usual.
+    For an interrupted run whose calls go on (a lock wait, a machine's teardown that
+    reconnects what it lost): each then fails at once, and the run's teardown goes
+    on to drop the databases (from the maintenance database) as usual.
     """
     for name, admin in list(_live.items()):
         with (
             contextlib.suppress(psycopg.Error),
             psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn,
         ):
+            closed = sql.SQL("alter database {} with allow_connections false")
+            conn.execute(closed.format(sql.Identifier(name)))
             conn.execute(
                 "select pg_terminate_backend(pid) from pg_stat_activity"
                 " where datname = %s and pid <> pg_backend_pid()",

@@ -143,6 +143,7 @@ class _Signals:
     """Set when the session ends: a signal then must not interrupt the cleanup."""
     workers: list[int] = field(default_factory=list)
     """The pids of this controller's xdist workers, which it passes SIGINT on to."""
+    session: pytest.Session | None = None
 
 
 _signals_key = pytest.StashKey[_Signals]()
@@ -160,12 +161,16 @@ def catch_signals(config: pytest.Config) -> None:
     if _signals_key in config.stash or threading.current_thread() is not threading.main_thread():
         return
     state = config.stash[_signals_key] = _Signals()
+    state.session = _session_of(config)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         if state.received is not None or state.finishing:
             state.received = state.received or signum
             return
         state.received = signum
+        name = signal.Signals(signum).name
+        if state.session is not None:  # no further test, should the interrupt be swallowed
+            state.session.shouldstop = f"leasecheck: stopped by {name}"
         for pid in state.workers:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGINT)
@@ -174,13 +179,19 @@ def catch_signals(config: pytest.Config) -> None:
         ender = threading.Timer(GRACE, janitor.end_sessions)
         ender.daemon = True
         ender.start()
-        name = signal.Signals(signum).name
         raise Interrupted(f"stopped by {name}; the run's server, databases and files are removed")
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         state.previous[signum] = signal.getsignal(signum)
         signal.signal(signum, stop)
     config.add_cleanup(lambda: _restore(state))
+
+
+_session_key = pytest.StashKey[pytest.Session]()
+
+
+def _session_of(config: pytest.Config) -> pytest.Session | None:
+    return config.stash.get(_session_key, None)
 
 
 def _restore(state: _Signals) -> None:
@@ -280,6 +291,13 @@ def share_server(config: pytest.Config) -> None:
             "password": password(server.dsn) is not None,
         }
         write_shared(path, facts)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_session_key] = session
+    state = session.config.stash.get(_signals_key, None)
+    if state is not None:
+        state.session = session
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
