@@ -311,12 +311,14 @@ def _run_pytest(command: list[str], env: dict[str, str]) -> int:
     dies. A run that does not stop within STOP_WITHIN seconds is killed, and what it
     left behind (its embedded server) reaped.
     """
-    received: list[int] = []
+    if os.name != "posix":  # pragma: no cover - no process groups to manage
+        return subprocess.call(command, env=env)
+    received: list[tuple[int, float]] = []
     setup = functools.partial(_own_group, os.getpid())
     child = subprocess.Popen(command, env=env, preexec_fn=setup)
 
     def forward(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
+        received.append((signum, time.monotonic()))
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
 
@@ -329,36 +331,28 @@ def _run_pytest(command: list[str], env: dict[str, str]) -> int:
                 break
             except subprocess.TimeoutExpired:
                 pass
-            if received and not killed and time.monotonic() > _deadline(received):
+            if received and not killed and time.monotonic() > received[0][1] + STOP_WITHIN:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(child.pid, signal.SIGKILL)
                 killed = True
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    if received:
-        embedded.reap()  # what a killed run left
-        dbplugin.reap_run_dirs()
-        name = signal.Signals(received[0]).name
-        if killed:
-            print(
-                f"leasecheck check: stopped by {name}; the run did not end within "
-                f"{STOP_WITHIN:.0f} s, so it was killed and its server removed",
-                file=sys.stderr,
-            )
-        elif code != 2:  # pytest said nothing of the interruption (it ended as it came)
-            print(f"leasecheck check: stopped by {name}", file=sys.stderr)
-        return 128 + received[0]
-    return code
-
-
-_first_signal: list[float] = []
-
-
-def _deadline(received: list[int]) -> float:
-    if not _first_signal:
-        _first_signal.append(time.monotonic())
-    return _first_signal[0] + STOP_WITHIN
+    if not received:
+        return code
+    embedded.reap()  # what a killed run left
+    dbplugin.reap_run_dirs()
+    first = received[0][0]
+    name = signal.Signals(first).name
+    if killed:
+        print(
+            f"leasecheck check: stopped by {name}; the run did not end within "
+            f"{STOP_WITHIN:.0f} s, so it was killed and its server removed",
+            file=sys.stderr,
+        )
+    elif code != 2:  # pytest said nothing of the interruption (it ended as it came)
+        print(f"leasecheck check: stopped by {name}", file=sys.stderr)
+    return 128 + first
 
 
 def _own_group(parent: int) -> None:

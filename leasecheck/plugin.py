@@ -164,8 +164,8 @@ def pytest_load_initial_conftests(
 
 
 def _rerun_with_equals(config: pytest.Config, parser: pytest.Parser) -> None:
-    if os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get("LEASECHECK_RERUN"):
-        return
+    if os.environ.pop("LEASECHECK_RERUN", None) or os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # the run again (its own tests' pytest runs see no trace of it), or a worker
     names = set(option_names())
     args = list(config.invocation_params.args)
     addopts = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
