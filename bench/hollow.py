@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from leasecheck.stateful.moves import BATCH, PICK, STALL, TAKE, Stall, Take
+from leasecheck.stateful.moves import AFTER, BATCH, PICK, STALL, TAKE, Stall, Take
 
 
 class Hollow(RuleBasedStateMachine):
@@ -63,6 +63,14 @@ class Hollow(RuleBasedStateMachine):
 
     @rule(pick=PICK)
     def resume(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK, after=AFTER)
+    def preempt(self, pick: int, after: int) -> None:
+        pass
+
+    @rule(pick=PICK)
+    def resume_call(self, pick: int) -> None:
         pass
 
     @rule(pick=PICK)

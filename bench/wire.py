@@ -86,8 +86,10 @@ class Wire:
         numbers = itertools.count()  # the pool's opener thread connects too: no shared len()
         with tempfile.TemporaryDirectory(prefix="leasecheck-wire-") as directory:
 
-            def connect(dsn: str, **kwargs: Any) -> Connection[Any]:
-                conn = original(dsn, **kwargs)
+            def connect(
+                dsn: str, cls: type[Connection[Any]] = Connection, **kwargs: Any
+            ) -> Connection[Any]:
+                conn = original(dsn, cls, **kwargs)
                 sink = (Path(directory) / f"{next(numbers)}.trace").open("x")
                 sinks.append(sink)  # kept open: libpq writes to its file descriptor
                 conn.pgconn.trace(sink.fileno())

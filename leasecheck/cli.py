@@ -4,6 +4,7 @@
     leasecheck replay FILE.json [--queue QUEUE | --sql FILE.sql] [--pg-dsn DSN]
     leasecheck judge FILE.json
     leasecheck svg FILE.json [-o OUT.svg]
+    leasecheck explore QUEUE [--workers 2] [--jobs 1] [--moves 3] [--preemptions 1]
 
 `check` runs the property tests through pytest, isolated from the current project's
 pytest configuration but for leasecheck's own settings in it (`leasecheck_queue`,
@@ -38,7 +39,7 @@ from types import FrameType
 from typing import Any
 
 import leasecheck
-from leasecheck import plugin
+from leasecheck import explore, plugin
 from leasecheck.adapters.sqlfile_queue import SqlFileError, SqlFileQueue
 from leasecheck.dbfixtures import embedded, janitor, servers
 from leasecheck.dbfixtures import plugin as dbplugin
@@ -153,6 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     draw.add_argument("file", type=Path, metavar="FILE.json")
     draw.add_argument("-o", "--out", type=Path, help="where to write (default: FILE.svg)")
     draw.set_defaults(run=_svg)
+    explore.add_parser(commands)
     return parser
 
 

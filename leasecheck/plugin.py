@@ -32,7 +32,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from leasecheck import shards
+from leasecheck import exercised, shards
 from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.dbfixtures import plugin as dbplugin
@@ -676,15 +676,21 @@ _SAVED = re.compile(r"^leasecheck: saved (.+?\.json) ", re.MULTILINE)
 _PROP = re.compile(r"^\[([a-z-]+)\]")
 
 
+def _told(story: str) -> list[str]:
+    """Return the properties a story reports broken (its `[property] ...` lines)."""
+    return [m.group(1) for line in story.splitlines() if (m := _PROP.match(line))]
+
+
 def _failure_key(story: str) -> str:
     """Return what names a reported failure: the file saved for the property it reports
-    (named by queue, property and a hash of the program), else its first line."""
-    first = story.splitlines()[0] if story else ""
-    prop = _PROP.match(first)
+    first (files are named by queue, property and a hash of the program), else the line
+    that reports it."""
+    props = _told(story)
     for path in _SAVED.findall(story):
-        if prop is None or f"-{prop.group(1)}-" in Path(path).name:
+        if not props or f"-{props[0]}-" in Path(path).name:
             return str(path)
-    return first
+    lines = [line for line in story.splitlines() if _PROP.match(line)] or story.splitlines()
+    return lines[0] if lines else ""
 
 
 def _contract_error(error: BaseException | None) -> contract.ContractError | None:
@@ -718,22 +724,31 @@ def _notes(error: BaseException) -> list[str]:
     return [str(n) for n in getattr(error, "__notes__", ())]
 
 
+CONTRACT_FAILED = "leasecheck: contract error: "
+"""How `leasecheck.suite` fails a property shard whose queue broke the contract."""
+
+
 def _story(item: pytest.Item, error: BaseException) -> tuple[str, str, str] | None:
     """Return (kind, key, text) of a failure of leasecheck's tests, told as a story, or
     None for a failure whose traceback is the story (the queue's own exception)."""
     shard = _param(item, "leasecheck_shard")
+    where = f" ({shard.id})" if shard is not None else ""
+    told = str(error.msg) if isinstance(error, pytest.fail.Exception) else None
+    if told is not None and told.startswith(CONTRACT_FAILED):
+        text = (
+            f"leasecheck: the queue broke the contract{where}, so no property was judged: "
+            f"{told[len(CONTRACT_FAILED) :]}"
+        )
+        return _CONTRACT, _CONTRACT, text
     broken = _contract_error(error)
     if broken is not None:
-        where = f" ({shard.id})" if shard is not None else ""
         lines = [
             f"leasecheck: the queue broke the contract{where}, so no property was judged: {broken}",
             *_notes(broken),
-            "leasecheck: fix the queue (see leasecheck.stateful.contract), then run again",
         ]
         return _CONTRACT, _CONTRACT, "\n".join(lines)
-    if item.name.startswith(PROPERTIES_TEST) and isinstance(error, pytest.fail.Exception):
-        text = str(error.msg)
-        return _VIOLATION, _failure_key(text), text
+    if told is not None and item.name.startswith(PROPERTIES_TEST):
+        return _VIOLATION, _failure_key(told), told
     regression = _param(item, "leasecheck_regression")
     violated = _violation(error)
     if regression is not None and violated is not None:
@@ -761,7 +776,9 @@ def pytest_runtest_makereport(
         return report
     kind, key, text = told
     report.longrepr = text
-    report.leasecheck = {"kind": kind, "key": key, "line": text.splitlines()[0]}  # type: ignore[attr-defined]
+    headline = next((line for line in text.splitlines() if _PROP.match(line)), text.splitlines()[0])
+    info = {"kind": kind, "key": key, "line": headline, "props": _told(text)}
+    report.leasecheck = info  # type: ignore[attr-defined]
     if kind == _CONTRACT:
         _remember_contract_error(item.config, item.name, text.splitlines()[0])
     return report
@@ -843,7 +860,7 @@ class _RunState:
     first: dict[str, str] = field(default_factory=dict)
     """Each failure's key and the test that reported it in full."""
     broken: dict[str, str] = field(default_factory=dict)
-    """Each violation's key and its first line."""
+    """Each violation's key and the properties it reports broken (comma-separated)."""
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
@@ -880,7 +897,7 @@ class _RunState:
     def line(self, config: pytest.Config) -> str:
         seconds = time.monotonic() - self.started
         examples = f"{self.examples(config):,} examples run"
-        props = sorted({line.split("]")[0].lstrip("[") for line in self.broken.values()})
+        props = sorted({p for told in self.broken.values() for p in told.split(",")})
         found = (
             f"{len(self.broken)} violation{'s' if len(self.broken) != 1 else ''} so far "
             f"({', '.join(props)})"
@@ -931,7 +948,7 @@ class _Reports:
             return
         key = str(info.get("key", ""))
         if info.get("kind") == _VIOLATION:
-            state.broken.setdefault(key, str(info.get("line", "")))
+            state.broken.setdefault(key, ",".join(info.get("props") or ["?"]))
         first = state.first.setdefault(key, report.nodeid)
         if first == report.nodeid:
             return
@@ -964,3 +981,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     ran = _run_key in config.stash or _progress_key in config.stash
     if ran and not _out_existed(config) and _out_dir(config).is_dir():
         mark_as_ours(_out_dir(config))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say what the property run exercised, per property (nothing if it did not run)."""
+    exercised.hook(terminalreporter, config)

@@ -25,4 +25,8 @@ ALL = {
     "stale-release": "mutants.stale_release:StaleRelease",
     "batch-first-fence": "mutants.batch_first_fence:BatchFirstFence",
     "batch-by-worker": "mutants.batch_by_worker:BatchByWorker",
+    "no-recovery": "mutants.no_recovery:NoRecovery",
+    "check-then-act": "mutants.check_then_act:CheckThenAct",
+    "sweep-undoes": "mutants.sweep_undoes:SweepUndoes",
+    "heartbeat-revives": "mutants.heartbeat_revives:HeartbeatRevives",
 }

@@ -133,3 +133,45 @@ update jobs
    set status = 'done', locked_by = null, lease_until = null, finished_at = now()
  where status = 'running' and id = any(%(ids)s::bigint[]) and locked_by = %(worker)s
 returning id
+
+-- name: claim_without_recovery
+-- no-recovery: hand out only queued jobs; a job whose worker died stays running for good.
+update jobs
+   set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
+       lease_until = now() + %(lease)s, claimed_at = now()
+  from (select id from jobs
+         where status = 'queued'
+         order by id
+         limit 1
+         for update skip locked) as next
+ where jobs.id = next.id
+returning jobs.id, jobs.attempt
+
+-- name: read_attempt
+-- check-then-act: the completion's check, a statement of its own (autocommit).
+select attempt from jobs where id = %(id)s and status = 'running'
+
+-- name: complete_by_id
+-- check-then-act: the completion's act, by id alone, trusting the check before it.
+update jobs
+   set status = 'done', locked_by = null, lease_until = null, finished_at = now()
+ where id = %(id)s
+
+-- name: sweep_read_expired
+-- sweep-undoes: the sweep's read, FOR UPDATE in autocommit (the lock ends with the statement).
+select id from jobs
+ where status = 'running' and lease_until < now() and attempt < max_attempts
+   for update
+
+-- name: sweep_requeue_by_id
+-- sweep-undoes: the sweep's write, whatever the job's status is by now.
+update jobs set status = 'queued', locked_by = null, lease_until = null where id = any(%(ids)s)
+
+-- name: heartbeat_reviving
+-- heartbeat-revives: fenced on the attempt but not on the status, and it writes the status
+-- back to running "to be safe": a beat that waited out its own worker's completion revives
+-- the finished job.
+update jobs
+   set lease_until = now() + %(lease)s, status = 'running', locked_by = %(worker)s
+ where id = %(id)s and attempt = %(attempt)s
+returning id

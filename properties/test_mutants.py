@@ -110,7 +110,7 @@ def _river_1302(machine: LeaseMachine) -> None:
             machine.every_property_holds()
         machine.teardown()
     except BaseException:
-        machine._clean_up()
+        machine.d._clean_up()
         raise
 
 

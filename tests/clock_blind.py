@@ -64,3 +64,21 @@ class PinnedSearchPath(ReferenceQueue):
         params = {"worker": check_worker(worker), "lease": check_lease(lease)}
         row = conn.execute("select * from claim_job(%(worker)s, %(lease)s)", params).fetchone()
         return None if row is None else Claim(int(row[0]), int(row[1]), worker)
+
+
+WALL_CLOCK_HEARTBEAT = """
+update jobs
+   set lease_until = current_timestamp + %(lease)s
+ where id = %(id)s and attempt = %(attempt)s and status = 'running'
+returning id
+"""
+
+
+class WallClockHeartbeat(ReferenceQueue):
+    """The reference with its heartbeat written with CURRENT_TIMESTAMP: its claim is fine."""
+
+    name = "wall-clock-heartbeat"
+
+    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
+        params = {"id": claim.job_id, "attempt": claim.token, "lease": check_lease(lease)}
+        return conn.execute(WALL_CLOCK_HEARTBEAT, params).fetchone() is not None

@@ -21,7 +21,6 @@ from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract
 from leasecheck.stateful.contract import Claim, Effect
 from leasecheck.stateful.machine import Harness, LeaseMachine
-from leasecheck.stateful.properties import OWNER_PROGRESS, PropertyViolated
 from tests.fixtures import derandomized
 
 BUDGET = derandomized(150)
@@ -126,15 +125,17 @@ def test_a_heartbeat_that_answers_nothing_is_not_judged(reference_pool: actors.P
 
 
 class Misread(Silent):
-    """The same heartbeat, not declared: its None reads as a refusal."""
+    """The same heartbeat, not declared: its None is not an answer the contract allows."""
 
     heartbeat_answers = True
 
 
-def test_undeclared_a_silent_heartbeat_reads_as_a_refusal(reference_pool: actors.Pool) -> None:
-    """The declaration is what keeps the judge quiet: without it, the owner is 'refused'."""
+def test_undeclared_a_silent_heartbeat_is_a_contract_error(reference_pool: actors.Pool) -> None:
+    """The declaration is what makes None an answer: without it, the run stops on a contract
+    error that names the method and what it returned, never a verdict."""
     harness = Harness(queue=Misread(), pool=reference_pool)
     harness.reset()
-    with pytest.raises(PropertyViolated) as caught:
+    with pytest.raises(contract.ContractError) as caught:
         run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
-    assert caught.value.violation.prop == OWNER_PROGRESS
+    assert str(caught.value).startswith("silent-heartbeat: heartbeat() returned None;")
+    assert "heartbeat_answers = False" in str(caught.value)

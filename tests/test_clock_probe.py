@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+import mutants
 from leasecheck.dbfixtures import janitor
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import clock, contract, probe
 from tests import child
-from tests.clock_blind import PinnedSearchPath, WallClock
+from tests.clock_blind import PinnedSearchPath, WallClock, WallClockHeartbeat
 
 
 @pytest.fixture
@@ -43,6 +44,35 @@ def test_a_queue_on_the_wall_clock_is_named_with_the_likely_causes(
     for cause in ("CURRENT_TIMESTAMP", "pinned search_path", "advance_clock"):
         assert cause in line
     assert "\n" not in line
+
+
+def test_a_heartbeat_on_the_wall_clock_is_named(probed: Any) -> None:
+    """The claim reads simulated time, the heartbeat does not: the line names the heartbeat."""
+    line = probed(WallClockHeartbeat())
+    assert line is not None
+    assert "its heartbeat() never read now()" in line, line
+    assert "CURRENT_TIMESTAMP" in line
+
+
+def test_a_queue_that_never_recovers_is_left_to_the_machine(probed: Any) -> None:
+    """A queue on simulated time that never hands an expired job out again passes the probe:
+    whether a job is lost is a verdict (no-lost-jobs), not a question about the clock."""
+    queue = contract.load(mutants.ALL["no-recovery"])
+    assert probed(queue) is None
+
+
+class _Raising(ReferenceQueue):
+    name = "raising-heartbeat"
+
+    def heartbeat(self, conn: Any, claim: Any, lease: Any) -> bool:
+        conn.execute("select lease_untill from jobs")  # a typo: UndefinedColumn on every call
+        return True
+
+
+def test_a_call_that_raises_is_left_to_the_machine(probed: Any) -> None:
+    """An exception is the queue's answer, judged by the machine: the probe cannot tell
+    the clock from it, so it lets the queue through."""
+    assert probed(_Raising()) is None
 
 
 def test_the_probe_leaves_the_queue_and_the_clock_reset(

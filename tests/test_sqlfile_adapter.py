@@ -23,9 +23,9 @@ from leasecheck.adapters.sqlfile_queue import LEASE as ADAPTER_LEASE
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import actors, clock
 from leasecheck.stateful.contract import CALLS, Claim, capabilities, not_checked
-from leasecheck.stateful.machine import LEASE as MACHINE_LEASE
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.units import LEASE as MACHINE_LEASE
 from tests.fixtures import derandomized
 
 FILES = Path(__file__).parent.parent / "leasecheck" / "adapters" / "sql"

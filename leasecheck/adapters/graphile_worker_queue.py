@@ -76,7 +76,7 @@ QUERIES = load(Path(__file__).with_name("graphile_worker.sql"))
 PACKAGE = "graphile-worker"
 TASK = "leasecheck"
 LEASE = timedelta(seconds=30)
-"""The harness's lease (leasecheck.stateful.machine.LEASE): graphile-worker's 4-hour lock."""
+"""The harness's lease (leasecheck.stateful.units.LEASE): graphile-worker's 4-hour lock."""
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ from leasecheck.stateful.sqlfile import load
 QUERIES = load(Path(__file__).with_name("pgboss.sql"))
 PACKAGE = "pg-boss"
 LEASE = timedelta(seconds=30)
-"""The harness's lease (leasecheck.stateful.machine.LEASE): the queue's heartbeatSeconds."""
+"""The harness's lease (leasecheck.stateful.units.LEASE): the queue's heartbeatSeconds."""
 STATES = {
     "created": QUEUED,
     "retry": QUEUED,

@@ -75,7 +75,7 @@ __all__ = ["ENV", "OPTIONAL", "QUERIES", "Header", "SqlClaim", "SqlFileError", "
 
 ENV = "LEASECHECK_SQL_QUEUE"
 LEASE = timedelta(seconds=30)
-"""The harness's lease (`stateful.machine.LEASE`), given to queries that get none from
+"""The harness's lease (`stateful.units.LEASE`), given to queries that get none from
 their call (install, enqueue, maintain, ...); claim and heartbeat get the call's own."""
 
 

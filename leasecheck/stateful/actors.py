@@ -29,6 +29,8 @@ import psycopg
 from psycopg import Connection
 
 from leasecheck.stateful import clock
+from leasecheck.stateful.clock import QUERIES
+from leasecheck.stateful.gates import Gate, GatedConnection
 
 SAFETY_TIMEOUT = 30.0
 SPARES = 2
@@ -53,6 +55,15 @@ class Session:
     invoked: int = 0
     used: bool = False
     """Whether a call was sent on it since the pool handed it out."""
+    gate: Gate | None = None
+    """The gate of the call in flight, if that call may be preempted between round trips."""
+    what: tuple[str, str | None] = ("", None)
+    """What the call in flight is and what it concerns, for the story (set by its sender)."""
+
+    @property
+    def parked(self) -> bool:
+        """Whether its call waits at its gate, between two of its statements."""
+        return self.gate is not None and self.gate.is_parked
 
     @property
     def pid(self) -> int:
@@ -134,9 +145,8 @@ class Pool:
                         running[0].conn.cancel_safe()
 
     def _connect(self) -> Connection[Any]:
-        conn = clock.connect(self.dsn)
-        with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
-            conn.execute("set deadlock_timeout = '1h'")  # the harness reports deadlocks itself
+        conn = clock.connect(self.dsn, GatedConnection)
+        _harness_settings(conn)
         return conn
 
     def _spare(self) -> Connection[Any]:
@@ -171,6 +181,9 @@ class Pool:
             return
         if session.in_transaction:
             session.conn.rollback()
+        if session.used:
+            clean(session.conn)
+            _harness_settings(session.conn)
         session.pending = None
         self._free.append(session)
 
@@ -192,6 +205,8 @@ class Pool:
                 if time.monotonic() > deadline:
                     raise Stuck(f"backend {pid} ({session.label}) did not exit after termination")
         session.terminated = True
+        if session.gate is not None:
+            session.gate.open()  # a parked call goes on, into the dead connection
         if session.pending is not None:
             wait_futures([session.pending], timeout=SAFETY_TIMEOUT)
 
@@ -215,6 +230,14 @@ class Pool:
         self._spares.clear()
         self._closing.set()
         self.monitor.close()
+
+    def last_statement(self, session: Session) -> str:
+        """Return the statement the session's backend ran last, shortened for a story."""
+        row = self.monitor.execute(
+            "select query from pg_stat_activity where pid = %s", (session.pid,)
+        ).fetchone()
+        text = " ".join(str(row[0]).split()) if row else "?"
+        return text if len(text) <= 80 else f"{text[:77]}..."
 
     def blocked(self, sessions: list[Session]) -> dict[int, list[int]]:
         """Return, for each of `sessions` waiting on a lock, the pids it waits for."""
@@ -241,23 +264,67 @@ class Pool:
         )
 
 
+def clean(conn: Connection[Any]) -> None:
+    """Clear what a queue may leave on a session, so the next example starts alike.
+
+    What DISCARD ALL does, but for DEALLOCATE ALL (psycopg keeps its own prepared
+    statements on the session and would not know they were gone): session-level
+    advisory locks released (a library's sweep lock, kept for life, would otherwise
+    disable the sweeps of every later example), settings back to the connection's
+    defaults (the simulated clock's search_path is one, set at connect), cursors
+    closed, temporary tables and sequence state dropped, nothing listened to.
+    """
+    conn.execute(QUERIES["clean_session"].text)
+
+
+def _harness_settings(conn: Connection[Any]) -> None:
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+        conn.execute("set deadlock_timeout = '1h'")  # the harness reports deadlocks itself
+
+
 _INVOCATIONS = itertools.count(1)
 
 
 def submit(
-    pool: Pool, session: Session, call: Callable[[Connection[Any]], Any], sessions: list[Session]
+    pool: Pool,
+    session: Session,
+    call: Callable[[Connection[Any]], Any],
+    sessions: list[Session],
+    after: int | None = None,
 ) -> Future[Any]:
     """Start `call(conn)`: on the session's thread if anything among `sessions` could
-    block it, else to completion on this one (see `could_block`)."""
+    block it, else to completion on this one (see `could_block`). With `after`, the
+    call is parked before its round trip number `after + 1` (see `stateful.gates`), so
+    it runs on its own thread whatever could block it."""
     assert session.pending is None, f"{session.label} already has a call in flight"
     session.invoked = next(_INVOCATIONS)
     session.used = True
-    if could_block(session, sessions):
+    session.gate = None
+    if after is not None:
+        gate = session.gate = Gate(after)
+        conn = session.conn
+        assert isinstance(conn, GatedConnection), "harness sessions are opened gated"
+
+        def gated(c: Connection[Any]) -> Any:
+            conn.gate = gate
+            try:
+                return call(c)
+            finally:
+                conn.gate = None
+
+        future = session.executor.submit(gated, conn)
+    elif could_block(session, sessions):
         future = session.executor.submit(call, session.conn)
     else:
         future = pool.run_inline(session, call)
     session.pending = future
     return future
+
+
+def resume(session: Session) -> None:
+    """Open the gate of the session's parked call; `settle` then waits for what it does."""
+    assert session.gate is not None and session.parked, f"{session.label} has no parked call"
+    session.gate.open()
 
 
 def could_block(session: Session, sessions: list[Session]) -> bool:
@@ -286,14 +353,14 @@ def settle(pool: Pool, sessions: list[Session]) -> None:
     (the harness sets deadlock_timeout to an hour so the check never runs by
     itself). The caller breaks it the same way: it cancels the newest call.
     """
-    waiting = [s for s in sessions if s.pending is not None and not s.pending.done()]
+    waiting = [s for s in sessions if _running(s)]
     delay = FIRST_LOOK
     spent = 0.0
     while waiting:
         futures = [s.pending for s in waiting if s.pending is not None]
         wait_futures(futures, timeout=delay)
         spent += delay
-        running = [s for s in waiting if s.pending is not None and not s.pending.done()]
+        running = [s for s in waiting if _running(s)]
         if not running:
             return
         # One call with no transaction held open has nothing to be held still by
@@ -329,12 +396,24 @@ def _held_still(
     return len(stuck) == len(running)
 
 
+def _running(session: Session) -> bool:
+    """Return whether the session's call is on its way: neither finished nor parked.
+
+    A call at its gate is settled for now: only a later step opens the gate.
+    """
+    pending = session.pending
+    return pending is not None and not pending.done() and not session.parked
+
+
 def _holders(sessions: list[Session]) -> set[int]:
-    """Return the pids of sessions idle inside a transaction: held open between steps."""
+    """Return the pids of sessions idle inside a transaction: held open between steps
+    (by the harness, or by a call parked between its statements)."""
     return {
         s.pid
         for s in sessions
-        if not s.terminated and (s.pending is None or s.pending.done()) and s.in_transaction
+        if not s.terminated
+        and (s.pending is None or s.pending.done() or s.parked)
+        and s.in_transaction
     }
 
 

@@ -9,6 +9,8 @@ search path: a queue that uses them must supply `advance_clock`.)
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,21 @@ def install(conn: Connection[Any]) -> None:
     """Create the harness schema in a database the suite created."""
     with conn.transaction():
         conn.execute(QUERIES["install"].text)
+        conn.execute(QUERIES["clock_functions"].text)
+
+
+@contextmanager
+def counting_reads(conn: Connection[Any]) -> Iterator[Callable[[], int]]:
+    """Count every read of simulated time while the block runs; yield the count so far.
+
+    The clock functions are swapped for counting ones (volatile, so slower: only the
+    clock probe uses this) and put back after, in a database the suite created.
+    """
+    conn.execute(QUERIES["counting_clock_functions"].text)
+    try:
+        yield lambda: int(conn.execute(QUERIES["clock_reads"].text).fetchone()[0])  # type: ignore[index]
+    finally:
+        conn.execute(QUERIES["clock_functions"].text)
 
 
 def prepare(dsn: str, queue: Any) -> None:
@@ -43,10 +60,12 @@ def use_simulated_time(conn: Connection[Any]) -> None:
     conn.execute(sql.SQL("set search_path = {}").format(sql.SQL(", ").join(schemas)))
 
 
-def connect(dsn: str, **kwargs: Any) -> Connection[Any]:
-    """Return an autocommit connection whose `now()` is simulated time."""
+def connect(
+    dsn: str, cls: type[Connection[Any]] = psycopg.Connection, **kwargs: Any
+) -> Connection[Any]:
+    """Return an autocommit connection (of class `cls`) whose `now()` is simulated time."""
     options = "-c search_path=" + SEARCH_PATH.replace(" ", "")
-    return psycopg.connect(dsn, autocommit=True, options=options, **kwargs)
+    return cls.connect(dsn, autocommit=True, options=options, **kwargs)
 
 
 def advance(conn: Connection[Any], delta: timedelta) -> None:

@@ -35,6 +35,9 @@ class Rules:
     answers_complete: bool = False
     observes: bool = False
     """Whether the queue has `state()`; without it, what needs it goes unjudged."""
+    heartbeat_answers: bool | None = None
+    """False for a fire-and-forget heartbeat: nothing is judged from it (the picture draws
+    it as sent). None in files saved before it was recorded: the picture infers it."""
 
 
 @dataclass(frozen=True)
@@ -127,15 +130,42 @@ class Judge:
         self._judge(fact)
         return self.grants[-1]
 
+    def answer(
+        self,
+        op: str,
+        grant: Grant,
+        accepted: bool,
+        at: int,
+        answered: int | None = None,
+        raised: str | None = None,
+    ) -> None:
+        """Judge a heartbeat, completion or failure report (`op`) of `grant`.
+
+        `at`: when the call was sent; `answered`: when its answer came (later if it
+        waited); `raised`: the quoted exception when the "no" was one.
+        """
+        args: dict[str, Any] = {"grant": self.grants.index(grant), "accepted": accepted, "at": at}
+        args["answered"] = at if answered is None else answered
+        if raised is not None:
+            args["raised"] = raised
+        self._judge(Fact(op, args))
+
     def heartbeat(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
-        """`at`: when the call was sent; `answered`: when its answer came (later if it waited)."""
-        self._answer("heartbeat", grant, accepted, at, answered)
+        self.answer("heartbeat", grant, accepted, at, answered)
 
     def complete(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
-        self._answer("complete", grant, accepted, at, answered)
+        self.answer("complete", grant, accepted, at, answered)
 
     def fail(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
-        self._answer("fail", grant, accepted, at, answered)
+        self.answer("fail", grant, accepted, at, answered)
+
+    def situation(self, name: str) -> None:
+        """Count a situation only the driver sees (a paused call, a blocked one, ...)."""
+        self._judge(Fact("situation", {"name": name}))
+
+    def raised(self, call: str, at: int, quote: str) -> None:
+        """Note what the queue raised where no grant was at stake (a claim)."""
+        self._judge(Fact("raised", {"call": call, "at": at, "quote": quote}))
 
     def external_effect(self, grant: Grant, key: str) -> bool:
         """Deliver an effect to the oracle's deduplicating receiver; return whether it took it."""
@@ -161,10 +191,6 @@ class Judge:
         self._judge(Fact("drained", {}))
 
     # ------------------------------------------------------------- judging
-
-    def _answer(self, op: str, grant: Grant, accepted: bool, at: int, answered: int | None) -> None:
-        args = {"grant": self.grants.index(grant), "accepted": accepted, "at": at}
-        self._judge(Fact(op, {**args, "answered": at if answered is None else answered}))
 
     def _judge(self, fact: Fact) -> None:
         self.facts.append(fact)
@@ -195,18 +221,33 @@ class Judge:
         except ValueError:
             return None
 
-    def _apply_heartbeat(
-        self, grant: int, accepted: bool, at: int, answered: int | None = None
+    def _apply_call(
+        self,
+        op: str,
+        grant: int,
+        accepted: bool,
+        at: int,
+        answered: int | None = None,
+        raised: str | None = None,
     ) -> None:
-        self.oracle.heartbeat(self.grants[grant], accepted, at, answered)
+        """Judge a heartbeat, completion or failure report (`op`, the oracle's method)."""
+        judge = getattr(self.oracle, op)
+        judge(self.grants[grant], accepted, at, answered, raised)
 
-    def _apply_complete(
-        self, grant: int, accepted: bool, at: int, answered: int | None = None
-    ) -> None:
-        self.oracle.complete(self.grants[grant], accepted, at, answered)
+    def _apply_heartbeat(self, **args: Any) -> None:
+        self._apply_call("heartbeat", **args)
 
-    def _apply_fail(self, grant: int, accepted: bool, at: int, answered: int | None = None) -> None:
-        self.oracle.fail(self.grants[grant], accepted, at, answered)
+    def _apply_complete(self, **args: Any) -> None:
+        self._apply_call("complete", **args)
+
+    def _apply_fail(self, **args: Any) -> None:
+        self._apply_call("fail", **args)
+
+    def _apply_situation(self, name: str) -> None:
+        self.oracle.saw(name)
+
+    def _apply_raised(self, call: str, at: int, quote: str) -> None:
+        self.oracle.answer_raised(call, at, quote)
 
     def _apply_external_effect(self, grant: int, key: str) -> None:
         self._taken = self.oracle.external_effect(self.grants[grant], key)

@@ -8,6 +8,7 @@ half-open intervals [granted, end).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
@@ -74,9 +75,41 @@ class Oracle:
     unjudged: list[str] = field(default_factory=list)
     """Answers that could not be judged without `state`."""
     receiver: dict[str, JobId] = field(default_factory=dict)
+    raised: list[str] = field(default_factory=list)
+    """What the queue raised where no grant was at stake (a claim), for the story."""
+    situations: Counter[str] = field(default_factory=Counter)
+    """The dangerous situations judged so far (`stateful.coverage`): what was exercised."""
 
-    def _flag(self, prop: str, message: str, *evidence: str) -> None:
-        self.violations.append(Violation(prop, message, tuple(evidence)))
+    def saw(self, situation: str) -> None:
+        """Count a situation (`stateful.coverage.SITUATIONS`) the example produced."""
+        self.situations[situation] += 1
+
+    def _flag(
+        self,
+        prop: str,
+        message: str,
+        *evidence: str,
+        jobs: tuple[str, ...] = (),
+        grants: tuple[str, ...] = (),
+    ) -> None:
+        """Record a violation; a deferred culprit on one of its jobs is reported first.
+
+        A stale completion that was accepted is deferred (it may yet show as a double
+        completion, the fuller story). If instead its job's next owner is then judged
+        wrongly treated, the stale writer broke the property first: its violation
+        leads, and the victim's follows as evidence of what it caused.
+        """
+        if prop != P.SINGLE_COMPLETION:
+            for culprit in [d for d in self.deferred if set(d.jobs) & set(jobs)]:
+                self.deferred.remove(culprit)
+                self.violations.append(culprit)
+        self.violations.append(Violation(prop, message, tuple(evidence), jobs, grants))
+
+    def answer_raised(self, call: str, at: int, quote: str) -> None:
+        """Note an exception the queue raised where no grant was at stake (a claim)."""
+        line = f"{call}() raised at t={at / 1e6:g}s: {quote}"
+        if line not in self.raised:
+            self.raised.append(line)
 
     def enqueued(self, job_id: JobId, label: str) -> None:
         self.jobs[job_id] = JobModel(label=label)
@@ -100,23 +133,35 @@ class Oracle:
         """Record a committed claim and check it against every earlier one of its job."""
         job = self.job(claim)
         new = Grant(claim=claim, label=label, granted_at=at, lease_end=at + self.lease)
+        jobs = (job.label,)
+        if any(not g.released for g in job.grants):
+            self.saw("expired lease claimed again")
+        if self.max_attempts is not None and len(job.grants) + 1 >= self.max_attempts:
+            at_cap = len(job.grants) + 1 == self.max_attempts
+            self.saw("claim at the attempt cap" if at_cap else "claim past the attempt cap tried")
         if job.finished:
             self._flag(
                 P.NO_LOST_JOBS,
                 f"{job.label} was handed out again ({label}) after the queue had accepted "
                 "its completion",
                 *(g.label for g in job.completed_by),
+                jobs=jobs,
+                grants=(label, *(g.label for g in job.completed_by)),
             )
         if claim.token in job.tokens:
             self._flag(
                 P.FENCING,
                 f"{label} carries token {claim.token!r}, already handed out for {job.label}",
+                jobs=jobs,
+                grants=(label,),
             )
         elif self.ordered_tokens and job.tokens and not _greater(claim.token, job.tokens[-1]):
             self._flag(
                 P.FENCING,
                 f"{label} carries token {claim.token!r}, not greater than "
                 f"{job.tokens[-1]!r} although the queue declares ordered tokens",
+                jobs=jobs,
+                grants=(label, job.grants[-1].label),
             )
         for other in job.grants:
             if not other.released and other.lease_end > at:
@@ -124,19 +169,23 @@ class Oracle:
                     P.EXCLUSIVE_LEASE,
                     f"{label} was granted at t={at / 1e6:g}s while "
                     f"{other.label} held a lease until t={other.lease_end / 1e6:g}s",
+                    jobs=jobs,
+                    grants=(label, other.label),
                 )
         if self.max_attempts is not None and len(job.grants) + 1 > self.max_attempts:
             self._flag(
                 P.RETRY_CAP,
                 f"{job.label} claimed {len(job.grants) + 1} times; "
                 f"the queue promises at most {self.max_attempts}",
+                jobs=jobs,
+                grants=(label, *(g.label for g in job.grants)),
             )
         self._note_key(job, key)
         job.grants.append(new)
         job.tokens.append(claim.token)
         return new
 
-    def _refused(self, grant: Grant, what: str, at: int) -> None:
+    def _refused(self, grant: Grant, what: str, at: int, raised: str | None = None) -> None:
         """Judge the owner's call that the queue refused at `at`.
 
         The current owner (its lease unexpired) is never refused. A late owner, whose
@@ -145,15 +194,16 @@ class Oracle:
         expired leases (then the refusal is its design, said but not judged).
         """
         job = self.job(grant.claim)
-        said = (
-            f"the {what} of {grant.label}, which owns {job.label}, was refused at t={at / 1e6:g}s"
-        )
+        how = f"refused (it raised {raised})" if raised else "refused"
+        said = f"the {what} of {grant.label}, which owns {job.label}, was {how} at t={at / 1e6:g}s"
+        refs = {"jobs": (job.label,), "grants": (grant.label,)}
         if grant.lease_end > at:
             self._flag(
                 P.OWNER_PROGRESS,
                 said,
                 f"its lease ran until t={grant.lease_end / 1e6:g}s and nobody else was granted "
                 f"{job.label}",
+                **refs,
             )
             return
         late = f"{said}, after its lease ended at t={grant.lease_end / 1e6:g}s"
@@ -170,6 +220,7 @@ class Oracle:
             P.LATE_OWNER,
             late,
             f"nobody else was granted {job.label}; the queue shows it {status}",
+            **refs,
         )
 
     def _note_key(self, job: JobModel, key: str) -> None:
@@ -180,9 +231,17 @@ class Oracle:
                 P.UNIQUE_EFFECTS,
                 f"the idempotency key of {job.label} changed between attempts: "
                 f"{sorted(job.effect_keys)}",
+                jobs=(job.label,),
             )
 
-    def heartbeat(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
+    def heartbeat(
+        self,
+        grant: Grant,
+        accepted: bool,
+        at: int,
+        answered: int | None = None,
+        raised: str | None = None,
+    ) -> None:
         """Judge a heartbeat sent at `at` and answered at `answered` (later, if it waited).
 
         An extension counts from when it was sent (the statement's `now()`); a refusal
@@ -190,36 +249,53 @@ class Oracle:
         when the lock is let go, and the lease may have run out meanwhile.
         """
         job = self.job(grant.claim)
+        self._situation(job, grant, "heartbeat", at, answered)
         if grant is self.owner(job):
             if accepted:
                 grant.renewals.append((at, grant.lease_end))
                 grant.lease_end = at + self.lease
             else:
-                self._refused(grant, "heartbeat", at if answered is None else answered)
+                self._refused(grant, "heartbeat", at if answered is None else answered, raised)
         elif accepted:
             self._flag(
                 P.FENCING,
-                f"the heartbeat of stale {grant.label} was accepted at t={at / 1e6:g}s",
+                f"the heartbeat of stale {grant.label} was accepted {_when(at, answered)}",
                 _why_stale(job, grant),
+                jobs=(job.label,),
+                grants=(grant.label, *_others(job, grant)),
             )
 
-    def complete(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
+    def complete(
+        self,
+        grant: Grant,
+        accepted: bool,
+        at: int,
+        answered: int | None = None,
+        raised: str | None = None,
+    ) -> None:
         """Judge a completion; a refusal when it was answered (see `heartbeat`)."""
         job = self.job(grant.claim)
+        self._situation(job, grant, "completion", at, answered)
+        if not accepted and not self.answers_complete:
+            self.saw("completion refused")
         if grant is self.owner(job):
             if not accepted:
-                self._refused(grant, "completion", at if answered is None else answered)
+                self._refused(grant, "completion", at if answered is None else answered, raised)
         elif accepted:
             stale = Violation(
                 P.FENCING,
-                f"the completion of stale {grant.label} was accepted at t={at / 1e6:g}s",
+                f"the completion of stale {grant.label} was accepted {_when(at, answered)}",
                 (_why_stale(job, grant),),
+                (job.label,),
+                (grant.label, *_others(job, grant)),
             )
             if self.answers_complete and job.completed_by:
                 self._flag(
                     P.SINGLE_COMPLETION,
                     f"the queue accepted {len(job.completed_by) + 1} completions of {job.label}",
                     *(f"accepted: {g.label}" for g in [*job.completed_by, grant]),
+                    jobs=(job.label,),
+                    grants=(grant.label, *(g.label for g in job.completed_by)),
                 )
             else:
                 # Reported at the end of the example unless it led to a double completion,
@@ -229,24 +305,50 @@ class Oracle:
             grant.released = True
             job.completed_by.append(grant)
 
-    def fail(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
+    def fail(
+        self,
+        grant: Grant,
+        accepted: bool,
+        at: int,
+        answered: int | None = None,
+        raised: str | None = None,
+    ) -> None:
         """Judge a failure report; a refusal when it was answered (see `heartbeat`)."""
         job = self.job(grant.claim)
+        self._situation(job, grant, "failure report", at, answered)
         if grant is self.owner(job):
             if accepted:
                 grant.released = True
             else:
-                self._refused(grant, "failure report", at if answered is None else answered)
+                where = at if answered is None else answered
+                self._refused(grant, "failure report", where, raised)
         elif accepted:
             self._flag(
                 P.FENCING,
-                f"the failure report of stale {grant.label} was accepted at t={at / 1e6:g}s",
+                f"the failure report of stale {grant.label} was accepted {_when(at, answered)}",
                 _why_stale(job, grant),
+                jobs=(job.label,),
+                grants=(grant.label, *_others(job, grant)),
             )
+
+    def _situation(
+        self, job: JobModel, grant: Grant, what: str, at: int, answered: int | None
+    ) -> None:
+        """Count what kind of call of `grant` this was: stale, late or the owner's."""
+        if grant is not self.owner(job):
+            self.saw(f"stale {what} sent")
+        elif grant.lease_end <= at:
+            self.saw("late owner's call")
+        else:
+            self.saw("owner's call refused or accepted")
+            if answered is not None and answered != at:
+                self.saw("owner's call answered after a wait")
 
     def external_effect(self, grant: Grant, key: str) -> bool:
         """Deliver an effect to the deduplicating receiver; return whether it took it."""
         job = self.job(grant.claim)
+        if job.effects_accepted or key in self.receiver:
+            self.saw("effect sent for a job again")
         self._note_key(job, key)
         if key in self.receiver:
             return False
@@ -257,6 +359,8 @@ class Oracle:
                 P.UNIQUE_EFFECTS,
                 f"the receiver accepted {job.effects_accepted} effects "
                 f"for {job.label}; the last from {grant.label} with key {key!r}",
+                jobs=(job.label,),
+                grants=(grant.label,),
             )
         return True
 
@@ -270,22 +374,31 @@ class Oracle:
         or of one whose transaction rolled back, is an effect that should not be there.
         """
         by_job: dict[str, list[str]] = {}
+        writers: dict[str, list[str]] = {}
+        labels = {str(k): m.label for k, m in self.jobs.items()}
         for call_id, job, token, worker in rows:
             by_job.setdefault(job, []).append(
                 f"effect row: call {call_id}, {worker}, token {token}"
             )
+            writers.setdefault(job, []).append(worker)
             if call_id in refused or call_id in voided:
                 self._flag(
                     P.ATOMIC_REJECTION,
                     f"completion call {call_id} of {worker} was "
                     f"{'rolled back' if call_id in voided else 'rejected'} "
                     "but its effect committed",
+                    jobs=(labels.get(job, job),),
+                    grants=(worker,),
                 )
         for job, evidence in by_job.items():
             if len(evidence) > 1:
-                label = next((m.label for k, m in self.jobs.items() if str(k) == job), job)
+                label = labels.get(job, job)
                 self._flag(
-                    P.SINGLE_COMPLETION, f"{label} completed {len(evidence)} times", *evidence
+                    P.SINGLE_COMPLETION,
+                    f"{label} completed {len(evidence)} times",
+                    *evidence,
+                    jobs=(label,),
+                    grants=tuple(reversed(writers[job])),
                 )
 
     def exhausted(self, job: JobModel) -> bool:
@@ -294,6 +407,9 @@ class Oracle:
 
     def drained(self) -> None:
         """Judge no-lost-jobs, once healing and a full drain are over."""
+        for job in self.jobs.values():
+            if len(job.grants) > 1:
+                self.saw("job recovered and drained")
         lost = self.lost_jobs()
         if lost:
             self._flag(
@@ -301,6 +417,8 @@ class Oracle:
                 "after healing and a full drain, the queue shows jobs neither done once "
                 "nor failed for good",
                 *lost,
+                *self.raised[:3],
+                jobs=tuple(line.split(":")[0] for line in lost),
             )
 
     def lost_jobs(self) -> list[str]:
@@ -333,6 +451,21 @@ def _greater(a: Hashable, b: Hashable) -> bool:
         return bool(a > b)  # type: ignore[operator]
     except TypeError:
         return False
+
+
+def _when(at: int, answered: int | None) -> str:
+    """Say when a call was accepted: when sent, and when answered if it waited."""
+    if answered is None or answered == at:
+        return f"at t={at / 1e6:g}s"
+    return f"at t={answered / 1e6:g}s (sent at t={at / 1e6:g}s, it waited or was paused)"
+
+
+def _others(job: JobModel, grant: Grant) -> tuple[str, ...]:
+    """Return the grants a stale call wronged: who completed the job, or who holds it now."""
+    if job.completed_by:
+        return tuple(g.label for g in job.completed_by if g is not grant)
+    later = job.grants[-1]
+    return () if later is grant else (later.label,)
 
 
 def _why_stale(job: JobModel, grant: Grant) -> str:

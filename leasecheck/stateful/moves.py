@@ -20,6 +20,9 @@ from hypothesis import strategies as st
 PICK = st.integers(min_value=0, max_value=7)
 """An index into the workers (or held claims) eligible for a rule, taken modulo their count."""
 
+AFTER = st.integers(min_value=1, max_value=3)
+"""After how many round trips a preempted call pauses (a transaction's BEGIN is one)."""
+
 BATCH = st.integers(min_value=1, max_value=3)
 """How many jobs a batch claim asks for, or a batch completion takes."""
 

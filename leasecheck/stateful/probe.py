@@ -1,8 +1,12 @@
 """Does the queue follow simulated time? Asked once, before any example is explored.
 
 A queue that reads the wall clock never sees a lease run out in simulated time, and
-the machine would then report its symptoms (a job never handed out again, a lost
-job) as violations. The probe turns that into one line that names the likely causes.
+the machine would then report its symptoms (a job never handed out again, a lease
+that seems to outlive its heartbeat) as violations. The probe asks the question
+about the clock itself: it counts the reads of simulated time that a claim and a
+heartbeat make, and names the call that made none. A queue that reads the clock but
+never hands an expired job out again is not the probe's business: that is a
+no-lost-jobs verdict, with its story, for the machine to give.
 """
 
 from __future__ import annotations
@@ -13,10 +17,9 @@ from typing import Any
 from psycopg import Connection
 
 from leasecheck.stateful import clock
-from leasecheck.stateful.contract import FAILED, QUEUED, Queue, capabilities
+from leasecheck.stateful.contract import Queue, capabilities
 
 LEASE = timedelta(seconds=30)
-WAIT = 3 * LEASE
 TICK = timedelta(microseconds=1)
 
 CAUSES = (
@@ -30,40 +33,51 @@ CAUSES = (
 def clock_problem(queue: Queue, conn: Connection[Any]) -> str | None:
     """Return why `queue` does not follow simulated time, or None if it does.
 
-    One job is claimed with a 30 s lease; 90 s later (after the queue's recovery
-    sweep, if it has one) the queue must show the job recovered, or hand it out to
-    another worker. `conn` must be on simulated time (`clock.connect`), in a database
-    with the harness schema and the queue installed; the probe leaves both reset.
+    One job is enqueued and claimed with a 30 s lease, then heartbeated (when the
+    queue's heartbeat answers): each call must read simulated time at least once, as
+    a lease end cannot be written otherwise. A queue with `advance_clock` keeps a
+    clock of its own and is not asked. `conn` must be on simulated time
+    (`clock.connect`), in a database the suite created with the harness schema and
+    the queue installed; the probe leaves both reset.
     """
     caps = capabilities(queue)
     queue.reset(conn)
     clock.reset(conn)
     try:
-        job = queue.enqueue(conn, {"n": 0, "kind": "clock-probe"})
+        queue.enqueue(conn, {"n": 0, "kind": "clock-probe"})
         clock.advance(conn, TICK)  # as the machine does: no claim shares its enqueue's instant
-        if queue.claim(conn, "probe-1", LEASE) is None:
-            return (
-                f"leasecheck: {queue.name} handed out nothing for a job just enqueued: if it "
-                f"schedules jobs by the wall clock, it does not follow simulated time; {CAUSES}"
-            )
-        clock.advance(conn, WAIT)
-        if caps.advance_clock is not None:
-            caps.advance_clock(conn, WAIT)
-        if caps.maintain is not None:
-            caps.maintain(conn)
-        if caps.state is not None and caps.state(conn, job) in (QUEUED, FAILED):
-            return None
-        if caps.state is None and queue.max_attempts == 1:
-            return None  # the job may rightly be given up at its cap: nothing to tell by
-        if queue.claim(conn, "probe-2", LEASE) is not None:
-            return None
-        if caps.state is not None and caps.state(conn, job) == FAILED:
-            return None
-        return (
-            f"leasecheck: {queue.name} does not follow simulated time: a job claimed with a "
-            f"30 s lease was not handed out again {WAIT.seconds} s later (nor shown recovered); "
-            f"{CAUSES}; a queue that never recovers an expired lease stops here too"
-        )
+        with clock.counting_reads(conn) as reads:
+            before = reads()
+            try:
+                claim = queue.claim(conn, "probe-1", LEASE)
+            except Exception:
+                return None  # the queue's answer, for the machine to judge: no clock question
+            if claim is None:
+                return (
+                    f"leasecheck: {queue.name} handed out nothing for a job just enqueued: if "
+                    f"it schedules jobs by the wall clock, it does not follow simulated time; "
+                    f"{CAUSES}"
+                )
+            if caps.advance_clock is not None:
+                return None
+            if reads() == before:
+                return _blind(queue, "claim()")
+            if caps.heartbeats and caps.heartbeat_answers:
+                before = reads()
+                try:
+                    queue.heartbeat(conn, claim, LEASE)
+                except Exception:
+                    return None  # as for the claim: an answer to judge
+                if reads() == before:
+                    return _blind(queue, "heartbeat()")
+        return None
     finally:
         queue.reset(conn)
         clock.reset(conn)
+
+
+def _blind(queue: Queue, call: str) -> str:
+    return (
+        f"leasecheck: {queue.name} does not follow simulated time: its {call} never read "
+        f"now() (or its siblings), so the lease it writes is on another clock; {CAUSES}"
+    )

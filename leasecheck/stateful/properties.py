@@ -32,11 +32,21 @@ ALL = tuple(DESCRIPTIONS)
 
 @dataclass(frozen=True)
 class Violation:
-    """One broken property, with the story of how and the evidence."""
+    """One broken property, with the story of how and the evidence.
+
+    `jobs` and `grants` are what it rests on, as data (job labels; grant labels, the
+    culprit first), so a picture or a report finds them without reading the words.
+    """
 
     prop: str
     message: str
     evidence: tuple[str, ...] = ()
+    jobs: tuple[str, ...] = ()
+    grants: tuple[str, ...] = ()
+
+    def refs(self) -> dict[str, list[str]]:
+        """Return the references as plain JSON values."""
+        return {"jobs": list(self.jobs), "grants": list(self.grants)}
 
     def __str__(self) -> str:
         lines = [f"[{self.prop}] {self.message}", *(f"    {e}" for e in self.evidence)]
@@ -49,3 +59,14 @@ class PropertyViolated(AssertionError):
     def __init__(self, violation: Violation, report: str = "") -> None:
         self.violation = violation
         super().__init__(f"{violation}\n{report}".rstrip())
+
+
+_ERRORS: dict[str, type[PropertyViolated]] = {}
+
+
+def violation_error(prop: str) -> type[PropertyViolated]:
+    """Return the exception class for one property (distinct classes shrink separately)."""
+    if prop not in _ERRORS:
+        name = "".join(part.title() for part in prop.split("-")) + "Violated"
+        _ERRORS[prop] = type(name, (PropertyViolated,), {"__module__": __name__})
+    return _ERRORS[prop]

@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from leasecheck.stateful.history import History
-from leasecheck.stateful.judge import rejudge
 from leasecheck.stateful.program import FORMAT, Step, digest, to_json
 from leasecheck.stateful.properties import Violation
-from leasecheck.stateful.svg import render_svg
-from leasecheck.stateful.units import SECOND
+from leasecheck.stateful.svg import draw
 
 
 @dataclass(frozen=True)
@@ -50,14 +48,15 @@ class Recorder:
                 "queue_spec": spec,
                 "property": prop,
                 "violation": str(failure.violation),
+                "violation_refs": failure.violation.refs(),
                 "program": to_json(steps),
                 "judge": failure.judged,
             }
             failure.history.write(paths[".json"], facts)
             paths[".txt"].write_text(failure.timeline + "\n")
-            judge = rejudge(failure.judged)  # the picture shows what the saved facts say
-            picture = render_svg(failure.history, judge, str(failure.violation), prop, SECOND)
-            paths[".svg"].write_text(picture, encoding="utf-8")
+            # drawn from the file just written, as `leasecheck svg` redraws it: the
+            # picture shows what the saved facts (and any key added to them) say
+            paths[".svg"].write_text(draw(paths[".json"]), encoding="utf-8")
             written += paths.values()
         return written
 

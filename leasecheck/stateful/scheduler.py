@@ -1,6 +1,6 @@
 """The call scheduler: one call at a time per session, run until it answers or blocks.
 
-The machine's rules decide what happens; this part sends each call on its worker's
+The driver decides what happens; this part sends each call on its worker's
 session, notices a call blocked on a lock, lets at most one call wait at a time
 (cancelling a second, as the harness's own doing), and hands every answer back in
 the order the calls were sent. It judges nothing.
@@ -8,30 +8,40 @@ the order the calls were sent. It judges nothing.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
-from hypothesis import note as _hypothesis_note
-from hypothesis.control import currently_in_test_context
 from psycopg import Connection
 
 from leasecheck.stateful import actors
-from leasecheck.stateful.contract import Claim
+from leasecheck.stateful.answers import Answered, Done, Ended, Lost, Outcome, Raised
+from leasecheck.stateful.contract import Claim, ContractError, as_claim
 from leasecheck.stateful.history import History
 from leasecheck.stateful.workers import Held, Worker
 
-
-def note(message: str) -> None:
-    """Tell the story of the example (printed with a failing one); silent outside a test."""
-    if currently_in_test_context():
-        _hypothesis_note(message)
+_CLAIMING = ("claim", "claim_many")
 
 
-def plain(value: Any) -> Any:
-    """Return `value` as something the history can hold and serialise."""
+def plain(value: Any, *, claims: bool = False) -> Any:
+    """Return `value` as something the history can hold and serialise.
+
+    With `claims`, a claim of any type the contract allows (a `Claim`, an object with
+    job_id, token and worker, a 3-tuple), or a list of them, is written as its parts.
+    """
+    if claims and isinstance(value, list):
+        return [plain(v, claims=True) for v in value]
+    if claims and value is not None:
+        with contextlib.suppress(ContractError):
+            claim = as_claim(value)
+            return {
+                "job_id": plain(claim.job_id),
+                "token": repr(claim.token),
+                "worker": claim.worker,
+            }
     if isinstance(value, Claim):
-        return {"job_id": plain(value.job_id), "token": repr(value.token), "worker": value.worker}
+        return plain(value, claims=True)
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
     return repr(value)
@@ -41,17 +51,24 @@ class Scheduler:
     """The machine's call plumbing, as a base class; the machine supplies the state below."""
 
     pool: actors.Pool
+    say: Callable[[str], None]
     history: History
     workers: list[Worker]
     sweeper: Worker | None
     now: int
     cancelled: set[int]
     """ids of sessions whose running call the harness cancelled (the error is its doing)."""
+    armed: dict[str, int]
+    """Actors whose calls are preempted after so many round trips, until one parks (a call
+    that ends before its gate leaves the actor armed for the next)."""
 
     def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
         raise NotImplementedError
 
     def _job_label(self, claim: Claim) -> str:
+        raise NotImplementedError
+
+    def _saw(self, situation: str) -> None:
         raise NotImplementedError
 
     def _sessions(self) -> list[actors.Session]:
@@ -68,13 +85,17 @@ class Scheduler:
         op: str,
         held: Held | None,
         fn: Callable[[Connection[Any]], Any],
-        done: Callable[[Any, int], None],
+        done: Done,
         *,
         beat: bool = False,
+        after: int | None = None,
     ) -> None:
-        """Send one call for one worker and handle its answer when it comes."""
+        """Send one call for one worker and handle its answer when it comes; with `after`,
+        the call is preempted after that many round trips (see `stateful.gates`)."""
         session = w.beat if beat else w.main
         assert session is not None
+        if after is None and not beat:
+            after = self.armed.get(w.name)  # disarmed once a call parks (see `_after_send`)
         job = self._job_label(held.claim) if held else None
         token = repr(held.claim.token) if held else None
         self.history.add(self.now, w.name, op, "invoke", job=job, token=token)
@@ -91,25 +112,55 @@ class Scheduler:
             w.beat_waiting = finish
         else:
             w.waiting = finish
-        actors.submit(self.pool, session, fn, self._sessions())
+        session.what = (op, job)
+        actors.submit(self.pool, session, fn, self._sessions(), after=after)
         self._settle()
+        self._after_send(w, session, beat=beat)
+
+    def _after_send(self, w: Worker, session: actors.Session, *, beat: bool = False) -> None:
+        """Tell what a call that has not answered is doing: parked at its gate, or blocked.
+
+        PostgreSQL does not wake several waiters on one row in a fixed order (each
+        re-checks the newest version and they race for it), so the harness lets only
+        one call wait on a lock at a time: a second is cancelled. That also ends a
+        deadlock (the second waits on the first) as PostgreSQL would: it aborts the
+        newest waiter. A parked call waits on no lock: it is not a waiter.
+        """
         if (w.beat_waiting if beat else w.waiting) is None:
             return
-        if any(s is not session and s.pending is not None for s in self._sessions()):
-            # PostgreSQL does not wake several waiters on one row in a fixed order
-            # (each re-checks the newest version and they race for it), so the
-            # harness lets only one call wait at a time: a second is cancelled. That
-            # also ends a deadlock (the second waits on the first) as PostgreSQL
-            # would: it aborts the newest waiter.
+        op, job = session.what
+        what = f"{op} of {job}" if job else op
+        if session.parked:
+            assert session.gate is not None
+            self.armed.pop(w.name, None)
+            statement = self.pool.last_statement(session)
+            said = f"paused after statement {session.gate.after}"
+            self.history.add(self.now, w.name, op, "event", job=job, value=statement, note=said)
+            self._saw("call paused between its statements")
+            self.say(f"  {w.name}'s {what} {said}: {statement}")
+            return
+        others = [s for s in self._sessions() if s is not session]
+        if any(s.pending is not None and not s.parked for s in others):
             why = "cancelled by the harness: another call already waits on a lock"
-            self.history.add(self.now, w.name, op, "event", job=job, note=why)
-            note(f"  {w.name} {op} would wait behind another waiter: cancelled")
+            self.history.add(self.now, w.name, op, "event", job=job, value="cancelled", note=why)
+            self.say(f"  {w.name}'s {what} would wait behind another waiter: cancelled")
             self.cancelled.add(id(session))
             self.pool.cancel(session)
             self._settle()
             return
-        self.history.add(self.now, w.name, op, "event", job=job, note="blocked on a lock")
-        note(f"  {w.name} {op} is blocked on a lock")
+        note = "blocked on a lock"
+        self.history.add(self.now, w.name, op, "event", job=job, value="blocked", note=note)
+        self._saw("call blocked on a lock")
+        self.say(f"  {w.name}'s {what} is blocked on a lock")
+
+    def _resume_call(self, w: Worker) -> None:
+        """Let `w`'s parked call go on from its gate; it may answer, or block on a lock."""
+        actors.resume(w.main)
+        op, job = w.main.what
+        self.history.add(self.now, w.name, op, "event", job=job, note="goes on")
+        self.say(f"t={self.now / 1e6:g}s {w.name}'s {op} goes on")
+        self._settle()
+        self._after_send(w, w.main)
 
     def _finish(
         self,
@@ -118,49 +169,42 @@ class Scheduler:
         held: Held | None,
         at: int,
         result: Any,
-        done: Callable[[Any, int], None],
+        done: Done,
         *,
         beat: bool,
     ) -> None:
-        """Record the answer of a call sent at `at` and hand it to `done` with that time."""
+        """Record what a call sent at `at` ended in and hand that outcome to `done`."""
         job = self._job_label(held.claim) if held else None
         token = repr(held.claim.token) if held else None
         session = w.beat if beat else w.main
-        if isinstance(result, psycopg.errors.QueryCanceled) and id(session) in self.cancelled:
-            self.cancelled.discard(id(session))
+        assert session is not None
+        outcome = self._outcome(session, result)
+        if isinstance(outcome, Ended):
             self._harness_cancelled(w, op, job, beat=beat)
-            done(result, at)
-            return
-        if isinstance(result, psycopg.OperationalError):
-            self.history.add(
-                self.now,
-                w.name,
-                op,
-                "info",
-                job=job,
-                token=token,
-                note=" ".join(str(result).split())[:120],
-            )
-            done(result, at)
-            return
-        if isinstance(result, BaseException):
-            self.history.add(
-                self.now,
-                w.name,
-                op,
-                "fail",
-                job=job,
-                token=token,
-                note=f"{type(result).__name__}: {result}"[:200],
-            )
+        elif isinstance(outcome, Lost):
+            text = " ".join(str(result).split())[:120]
+            self.history.add(self.now, w.name, op, "info", job=job, token=token, note=text)
+        elif isinstance(outcome, Raised):
+            self.history.add(self.now, w.name, op, "fail", job=job, token=token, note=outcome.quote)
             in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
             if not beat and w.txn is not None and in_error:
                 w.main.conn.execute("rollback")  # the worker gives up its failed transaction
                 self._end_txn(w, commit=False, why="the transaction failed")
-            done(result, at)
-            return
-        self.history.add(self.now, w.name, op, "ok", job=job, token=token, value=plain(result))
-        done(result, at)
+        else:
+            value = plain(result, claims=op in _CLAIMING)
+            self.history.add(self.now, w.name, op, "ok", job=job, token=token, value=value)
+        done(outcome, at)
+
+    def _outcome(self, session: actors.Session, result: Any) -> Outcome:
+        """Return what the call ended in: only a live connection's exception is the queue's."""
+        if not isinstance(result, BaseException):
+            return Answered(result)
+        if isinstance(result, psycopg.errors.QueryCanceled) and id(session) in self.cancelled:
+            self.cancelled.discard(id(session))
+            return Ended("cancelled by the harness")
+        if session.broken:
+            return Lost(result)
+        return Raised(result)
 
     def _harness_cancelled(self, w: Worker, op: str, job: str | None, *, beat: bool) -> None:
         """Record a call the harness cancelled as the harness's doing, never the queue's.
@@ -169,7 +213,8 @@ class Scheduler:
         one; the harness ends that transaction at once, so no later call of the
         worker runs into an aborted transaction and reads as a refusal.
         """
-        self.history.add(self.now, w.name, op, "event", job=job, note="cancelled by the harness")
+        note = "cancelled by the harness"
+        self.history.add(self.now, w.name, op, "event", job=job, value="cancelled", note=note)
         in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
         if not beat and w.txn is not None and in_error:
             w.main.conn.execute("rollback")

@@ -6,12 +6,13 @@ sees at a glance who held which job when and whose completion went through.
 
 from __future__ import annotations
 
+from leasecheck.stateful.claimtext import job_labels, saved_claim, short_label
 from leasecheck.stateful.history import Event, History
 
 _WIDTH = 30
 
 
-def _describe(e: Event) -> str:
+def _describe(e: Event, jobs: dict[str, str]) -> str:
     what = e.op
     if e.job:
         what += f" {e.job}"
@@ -19,8 +20,10 @@ def _describe(e: Event) -> str:
         what += f"#{e.token}"
     if e.kind == "ok":
         value = e.value
-        if e.op == "claim":
-            what += " -> nothing" if value is None else f" -> {_claim(value)}"
+        if e.op in ("claim", "claim_many"):
+            what += " -> nothing" if value in (None, []) else f" -> {_claims(value, jobs)}"
+        elif e.op == "heartbeat" and value is None:
+            what += " sent (no answer)"  # fire and forget: it answers nothing
         elif e.op in ("complete", "heartbeat", "fail"):
             what += " ACCEPTED" if value is True else " rejected"
         elif e.op == "send" and isinstance(value, dict):
@@ -38,14 +41,25 @@ def _describe(e: Event) -> str:
     return what
 
 
-def _claim(value: object) -> str:
-    if isinstance(value, dict):
-        return f"token {value.get('token')}"
-    return str(value)
+def _claims(value: object, jobs: dict[str, str]) -> str:
+    """Name the claims of an answer `job1#1`; a claim saved as its repr, cut to the column."""
+    said = []
+    for one in value if isinstance(value, list) else [value]:
+        claim = saved_claim(one)
+        if claim is None:
+            said.append(str(one))
+        else:
+            said.append(
+                short_label(jobs.get(str(claim.job_id), f"job?{claim.job_id}"), claim.token)
+            )
+    text = ", ".join(said)
+    room = _WIDTH - len("claim -> ")
+    return text if len(text) <= room else text[: room - 1] + "…"
 
 
 def render(history: History, second: int) -> str:
     """Return the history as a text timeline with one lane per worker."""
+    jobs = job_labels(history)
     lanes: list[str] = []
     for e in history.events:
         lane = e.worker
@@ -57,7 +71,7 @@ def render(history: History, second: int) -> str:
         if e.kind == "invoke":
             continue
         cells = [""] * len(lanes)
-        text = _describe(e)
+        text = _describe(e, jobs)
         cells[lanes.index(e.worker)] = text
         at = f"{e.at / second:g}s"
         lines.append(f"{at:>10} | " + " | ".join(f"{c:<{_WIDTH}}" for c in cells).rstrip())

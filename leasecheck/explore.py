@@ -1,0 +1,288 @@
+"""Bounded-exhaustive search: every schedule of a small scope, not a sample of them.
+
+Hypothesis samples programs; a small scope can be searched whole instead. For W
+workers and J jobs, the explorer runs every program of up to N primitive moves (each
+rule with each distinct choice of worker or claim the model offers at that point;
+`asleep`, the story's stall, among them, as it reaches in one move what takes the
+others four) with at most P preemptions of a call between its statements, breadth
+first. Each program runs from a reset queue on the
+driver directly, is judged after every move and then torn down (heal, finish, drain,
+judge), so a program that breaks a property is a counterexample with the same files
+a property run leaves. A program whose end state (the model, plus what the queue's
+`state()` shows) was reached before is not extended: what follows it was explored.
+It ends in a counterexample or in "no violation in scope: X schedules, Y distinct
+states", or, when the time budget runs out first, says how far it got: a search cut
+short is no proof.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from leasecheck.dbfixtures import janitor, servers
+from leasecheck.stateful import actors, clock, contract, probe
+from leasecheck.stateful.core import MAX_JOBS, Harness
+from leasecheck.stateful.driver import Driver
+from leasecheck.stateful.moves import WAKE_UP, Stall, Take
+from leasecheck.stateful.program import Step
+from leasecheck.stateful.properties import PropertyViolated
+
+TIMES = ("lease-end", "past-lease-end", "beat")
+AFTERS = (1, 2, 3)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """How small the world is: workers, jobs, moves per program, preemptions per program."""
+
+    workers: int = 2
+    jobs: int = 1
+    moves: int = 3
+    preemptions: int = 1
+
+    def start(self) -> list[Step]:
+        steps = [Step("start", {"workers": self.workers})]
+        if self.jobs > 1:
+            steps.append(Step("enqueue", {"jobs": self.jobs - 1}))
+        return steps
+
+
+@dataclass
+class Outcome:
+    """What a search found, and how much of the scope it covered."""
+
+    schedules: int = 0
+    states: int = 0
+    seconds: float = 0.0
+    complete: bool = True
+    """False when the time budget ran out before the scope was searched whole."""
+    depth: int = 0
+    """The program length searched whole."""
+    violation: PropertyViolated | None = None
+    counterexample: list[Step] = field(default_factory=list)
+
+    def said(self, scope: Scope) -> str:
+        """Return the closing line."""
+        where = (
+            f"{scope.workers} workers, {scope.jobs} job{'s' * (scope.jobs > 1)}, up to "
+            f"{scope.moves} moves, {scope.preemptions} preemption"
+            f"{'s' * (scope.preemptions != 1)}"
+        )
+        counts = f"{self.schedules} schedules, {self.states} distinct states, {self.seconds:.0f} s"
+        if self.violation is not None:
+            return f"violation in scope ({where}) after {counts}"
+        if not self.complete:
+            return (
+                f"time ran out: programs of up to {self.depth} moves searched whole, not "
+                f"{scope.moves} ({where}; {counts}); no violation found so far, which proves "
+                "nothing about the rest"
+            )
+        return f"no violation in scope ({where}): {counts}"
+
+
+def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
+    """Return every distinct primitive move the model offers now."""
+    out: list[Step] = []
+
+    def picks(rule: str, count: int, **extra: object) -> None:
+        out.extend(Step(rule, {"pick": i, **extra}) for i in range(count))
+
+    if d.can_claim():
+        held = [False, True] if "claim" in d.caps.held_calls else [False]
+        for i in range(len(d._claimers())):
+            out.extend(Step("claim", {"how": Take(worker=i, held=h)}) for h in held)
+    if d.can_claim_batch():
+        for size in (1, 2):
+            picks("claim_batch", len(d._claimers()), size=size)
+    if d.can_complete_batch():
+        holders = [w for w in d.workers if w.can_act and d._may(w, "complete") and w.held]
+        for size in (1, 2):
+            picks("complete_batch", len(holders), size=size)
+    if d.can_heartbeat():
+        picks("heartbeat", len(d._pairs("heartbeat")))
+    for rule, call in (("complete", "complete"), ("fail", "fail"), ("send_effect", "send")):
+        picks(rule, len(d._pairs(call)))
+    if d.can_stall():
+        stallers = len([w for w in d.workers if not w.paused and w.granted])
+        for i in range(stallers):
+            for alone in (False, True):
+                out.extend(
+                    Step("asleep", {"how": Stall(worker=i, alone=alone, then=then)})
+                    for then in WAKE_UP
+                )
+    picks("pause", len([w for w in d.workers if not w.paused]))
+    picks("resume", len([w for w in d.workers if w.paused]))
+    picks("crash", len(d._busy()))
+    picks("cut", len([w for w in d.workers if w.txn is not None or w.waiting]))
+    if d.can_sweep():
+        out.extend(Step("sweep", {"after": a}) for a in ("now", "past-lease-end"))
+    out.extend(Step("time_passes", {"to": t}) for t in TIMES)
+    if d.can_open_transaction():
+        picks("open_transaction", len([w for w in d.workers if w.can_act and w.txn is None]))
+    if d.can_close_transaction():
+        holding = len([w for w in d.workers if w.can_act and w.txn is not None])
+        for commit in (True, False):
+            picks("close_transaction", holding, commit=commit)
+    if preempted < scope.preemptions and d.can_preempt():
+        for after in AFTERS:
+            picks("preempt", len(d._preemptible()), after=after)
+    picks("resume_call", len(d._parked()))
+    return out
+
+
+def fingerprint(d: Driver) -> Hashable:
+    """Return the state a program ended in: the model, and what the queue shows."""
+    workers = tuple(
+        (
+            w.paused,
+            w.crashed,
+            w.txn is not None,
+            w.waiting is not None,
+            w.main.parked,
+            tuple((h.label, h.grant is not None, h.believed, h.next_beat) for h in w.held),
+        )
+        for w in d.workers
+    )
+    jobs = tuple(
+        (tuple((g.label, g.lease_end, g.released) for g in job.grants), len(job.completed_by))
+        for job in d.oracle.jobs.values()
+    )
+    shown = tuple(d._observe(j) for j in d.oracle.jobs) if d.caps.state is not None else ()
+    sweeper = d.sweeper is not None and d.sweeper.waiting is not None
+    return (d.now, workers, jobs, shown, tuple(sorted(d.armed.items())), sweeper)
+
+
+def _run(harness: Harness, steps: list[Step], scope: Scope) -> tuple[Hashable, list[Step]]:
+    """Run `steps` on a fresh driver, judging after each and at the end; return the state it
+    reached and the moves it offers next. A broken property raises."""
+    harness.reset()
+    d = Driver(harness)
+    d.program.extend(steps)
+    try:
+        for step in steps:
+            getattr(d, step.rule)(**step.args)
+            d.check()
+        preempted = sum(s.rule == "preempt" for s in steps)
+        state, offered = fingerprint(d), enabled(d, scope, preempted)
+    except BaseException:
+        d._clean_up()
+        raise
+    d.teardown()
+    return state, offered
+
+
+def explore(harness: Harness, scope: Scope, budget: float = 60.0) -> Outcome:
+    """Search `scope` breadth first within `budget` seconds."""
+    started = time.monotonic()
+    done = Outcome()
+    seen: set[Hashable] = set()
+    start = scope.start()
+    try:
+        _, offered = _run(harness, start, scope)
+    except PropertyViolated as error:
+        return _found(done, error, start, started)
+    frontier = [(start, offered)]
+    for depth in range(1, scope.moves + 1):
+        deeper = []
+        for prefix, moves in frontier:
+            for move in moves:
+                if time.monotonic() - started > budget:
+                    done.complete = False
+                    done.seconds = time.monotonic() - started
+                    return done
+                steps = [*prefix, move]
+                done.schedules += 1
+                try:
+                    state, offered = _run(harness, steps, scope)
+                except PropertyViolated as error:
+                    return _found(done, error, steps, started)
+                if state not in seen:
+                    seen.add(state)
+                    done.states += 1
+                    deeper.append((steps, offered))
+        frontier = deeper
+        done.depth = depth
+    done.seconds = time.monotonic() - started
+    return done
+
+
+def _found(done: Outcome, error: PropertyViolated, steps: list[Step], started: float) -> Outcome:
+    done.violation, done.counterexample = error, steps
+    done.seconds = time.monotonic() - started
+    return done
+
+
+def add_parser(commands: Any) -> None:
+    """Add `leasecheck explore` to the command's subparsers."""
+    cmd = commands.add_parser(
+        "explore",
+        help="search every schedule of a small scope",
+        description="Bounded-exhaustive search: every program of up to MOVES moves of "
+        "WORKERS workers over JOBS jobs, with at most PREEMPTIONS calls paused between "
+        "their statements. Exits 0 when the scope holds, 1 on a counterexample (saved as a "
+        "property run saves one), 3 when the time budget ran out first.",
+    )
+    cmd.add_argument("queue", metavar="QUEUE", help="the queue as module:attr")
+    cmd.add_argument("--workers", type=int, default=2)
+    cmd.add_argument("--jobs", type=int, default=1)
+    cmd.add_argument("--moves", type=int, default=3)
+    cmd.add_argument("--preemptions", type=int, default=1)
+    cmd.add_argument("--seconds", type=float, default=600.0, help="time budget (600)")
+    cmd.add_argument(
+        "--pg-dsn",
+        default=os.environ.get("LEASECHECK_DSN"),
+        help="your PostgreSQL server (default: $LEASECHECK_DSN, else an embedded one)",
+    )
+    cmd.add_argument("--leasecheck-dir", default=".leasecheck", help="where failures go")
+    cmd.set_defaults(run=command)
+
+
+def command(args: Any) -> int:
+    """Run `leasecheck explore`; print the closing line (and the counterexample)."""
+    scope = Scope(args.workers, args.jobs, args.moves, args.preemptions)
+    if not (1 <= scope.workers <= 5 and 1 <= scope.jobs <= MAX_JOBS and scope.moves >= 1):
+        print(
+            f"leasecheck explore: give 1-5 workers, 1-{MAX_JOBS} jobs and at least 1 move",
+            file=sys.stderr,
+        )
+        return 2
+    sys.path.insert(0, os.getcwd())
+    try:
+        queue = contract.load(args.queue)
+        server = servers.resolve("embedded", args.pg_dsn, "")
+    except (contract.ContractError, servers.ServerUnavailable) as exc:
+        print(f"leasecheck explore: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with janitor.temporary(server.dsn, "explore") as dsn:
+            clock.prepare(dsn, queue)
+            with clock.connect(dsn) as conn:
+                problem = probe.clock_problem(queue, conn)
+            if problem is not None:
+                print(problem, file=sys.stderr)
+                return 2
+            pool = actors.Pool(dsn)
+            harness = Harness(queue=queue, pool=pool, spec=args.queue)
+            try:
+                done = explore(harness, scope, args.seconds)
+            finally:
+                pool.close()
+    finally:
+        server.stop()
+    if done.violation is not None:
+        print(str(done.violation))
+        print("\n".join(str(s) for s in done.counterexample))
+        written = harness.recorder.write(Path(args.leasecheck_dir), queue.name, args.queue)
+        for path in (p for p in written if p.suffix == ".json"):
+            print(f"leasecheck: saved {path}; replay it with: leasecheck replay {path}")
+    print(f"leasecheck explore: {done.said(scope)}")
+    return 1 if done.violation is not None else (0 if done.complete else 3)
+
+
+__all__ = ["Outcome", "Scope", "add_parser", "command", "enabled", "explore", "fingerprint"]

@@ -1,0 +1,366 @@
+"""The driver's core: workers, simulated time, transactions, faults and the judge's verdict.
+
+It knows nothing of Hypothesis. It holds what the harness believes about each worker
+and job (plain Python, never read back from the database except through the
+queue's own `state`), moves simulated time (firing running workers' heartbeats when
+they fall due), opens and ends transactions held across steps, crashes and cuts
+workers, and turns the judge's violations into the exception of their property.
+The contract's calls live in `stateful.calls`, the moves and the teardown in
+`stateful.driver`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from leasecheck.stateful import actors, answers, clock
+from leasecheck.stateful.contract import (
+    CALLS,
+    STATES,
+    Capabilities,
+    Claim,
+    ContractError,
+    JobId,
+    Queue,
+    capabilities,
+)
+from leasecheck.stateful.history import History
+from leasecheck.stateful.judge import Judge, Rules
+from leasecheck.stateful.program import Step
+from leasecheck.stateful.properties import Violation, violation_error
+from leasecheck.stateful.recorder import Failure, Recorder
+from leasecheck.stateful.scheduler import Scheduler
+from leasecheck.stateful.scheduler import plain as _plain
+from leasecheck.stateful.timeline import render
+from leasecheck.stateful.units import BEAT, LEASE, SECOND
+from leasecheck.stateful.workers import Held, Worker
+
+MAX_JOBS = 3
+
+
+@dataclass
+class Harness:
+    """Everything an example needs that outlives it: the queue, connections, records."""
+
+    queue: Queue
+    pool: actors.Pool
+    recorder: Recorder = field(default_factory=Recorder)
+    excused: frozenset[str] = frozenset()
+    """Properties not judged (`--leasecheck-excuse`): the matrix uses it to find the next one."""
+    spec: str = ""
+    """How the queue was named (`module:attr`), saved with a failure so it can be replayed."""
+    coverage: Counter[str] = field(default_factory=Counter)
+    """The dangerous situations of every example run on it so far (`stateful.coverage`)."""
+    moves: Counter[str] = field(default_factory=Counter)
+    """How often each move (rule) was made in every example run on it so far: the mix."""
+
+    @property
+    def caps(self) -> Capabilities:
+        return capabilities(self.queue)
+
+    def reset(self) -> None:
+        """Empty the queue and the harness tables between examples, on a clean monitor."""
+        actors.clean(self.pool.monitor)
+        self.queue.reset(self.pool.monitor)
+        clock.reset(self.pool.monitor)
+
+
+def seconds(us: int) -> str:
+    """Return simulated microseconds as the story writes them."""
+    return f"{us / SECOND:g}s"
+
+
+def _silent(message: str) -> None:
+    """Tell nobody: the default story teller outside a test."""
+
+
+class Core(Scheduler):
+    """What the driver believes and does apart from the contract's calls."""
+
+    def __init__(self, harness: Harness, say: Callable[[str], None] = _silent) -> None:
+        self.say = say
+        """Tells the story of the example (Hypothesis prints it with a failing one)."""
+        self.h = harness
+        self.queue = harness.queue
+        self.caps = harness.caps
+        self.pool = harness.pool
+        self.now = 0
+        self.history = History()
+        rules = Rules(
+            lease=LEASE,
+            max_attempts=self.queue.max_attempts,
+            ordered_tokens=self.caps.ordered_tokens,
+            revokes_expired=self.caps.revokes_expired,
+            answers_complete=not self.caps.transactional_effects,
+            observes=self.caps.state is not None,
+            heartbeat_answers=self.caps.heartbeat_answers,
+        )
+        self.judge = Judge(rules, observe=self._observe)
+        """Every answer goes to the judge, which writes it down as a fact and judges it."""
+        self.oracle = self.judge.oracle
+        """What the judge concluded so far; read here, never written."""
+        self.sweeper: Worker | None = None
+        """The queue's own recovery (`maintain`), on a connection of its own."""
+        self.said = 0
+        self.workers: list[Worker] = []
+        self.jobs: list[str] = []
+        self.calls = itertools.count(1)
+        self.completions: dict[int, tuple[Held, bool | None]] = {}
+        """call id -> the claim and the queue's answer (None: the connection died under it)."""
+        self.voided: set[int] = set()
+        self.db_dirty = False
+        self.broken = False
+        self.generation = itertools.count(2)
+        self.program: list[Step] = []
+        """The moves made so far, as the rules called them: what a failure saves."""
+        self.armed: dict[str, int] = {}
+        """Actors whose next call is preempted between round trips, and after how many."""
+        self.cancelled: set[int] = set()
+        """ids of sessions whose running call the harness cancelled (the error is its doing)."""
+
+    # ----------------------------------------------------------------- plumbing
+
+    @contextmanager
+    def _step(self) -> Iterator[None]:
+        """Mark the example broken if a step raises, so teardown does not judge it."""
+        self.broken = True
+        yield
+        self._settle()
+        self.broken = False
+
+    def _new_worker(self, name: str) -> Worker:
+        beat = self.pool.open(f"{name}/beat") if self.caps.heartbeats else None
+        return Worker(name=name, main=self.pool.open(name), beat=beat)
+
+    def _observe(self, job_id: JobId) -> str:
+        """Read the job's status from the queue's own tables (its `state`), as committed."""
+        assert self.caps.state is not None
+        try:
+            status = self.caps.state(self.pool.monitor, job_id)
+        except Exception as exc:
+            raise ContractError(
+                f"{self.queue.name}: state() raised {answers.Raised(exc).quote} for job "
+                f"{job_id!r}; it must read the job's status and answer one of {', '.join(STATES)}"
+            ) from None
+        if status not in STATES:
+            raise ContractError(
+                f"{self.queue.name}: state() answered {status!r} for job {job_id!r}; "
+                f"answer one of {', '.join(STATES)}"
+            )
+        return status
+
+    def _job_label(self, claim: Claim) -> str:
+        job = self.oracle.jobs.get(claim.job_id)
+        return job.label if job else f"job?{claim.job_id}"
+
+    def _apply(self, w: Worker, update: Callable[[], None]) -> None:
+        """Apply an oracle update now, or at commit when the worker holds a transaction."""
+        if w.txn is None:
+            update()
+        else:
+            w.txn.append(update)
+
+    def _set_clock(self, target: int) -> None:
+        delta = target - self.now
+        if delta <= 0:
+            return
+        clock.advance(self.pool.monitor, timedelta(microseconds=delta))
+        if self.caps.advance_clock is not None:
+            self.caps.advance_clock(self.pool.monitor, timedelta(microseconds=delta))
+        for w in self.workers:
+            if w.waiting is not None:  # a call in flight: blocked, or paused at its gate
+                for h in w.granted:
+                    assert h.grant is not None
+                    if self.now < h.grant.lease_end <= target:
+                        self._saw("lease ran out while its call waited")
+        self.now = target
+
+    def _saw(self, situation: str) -> None:
+        """Count a dangerous situation only the driver sees (`stateful.coverage`)."""
+        self.judge.situation(situation)
+
+    def _advance(self, target: int) -> None:
+        """Move time to `target`, firing running workers' heartbeats when they fall due."""
+        while True:
+            due = [
+                (h.next_beat, i, w, h)
+                for i, w in enumerate(self.workers)
+                if not w.paused and not w.crashed and w.beat_waiting is None
+                for h in w.granted
+                if h.believed and h.next_beat is not None
+            ]
+            due = [d for d in due if d[0] is not None and d[0] <= target]
+            if not due:
+                break
+            when = min(d[0] for d in due if d[0] is not None)
+            self._set_clock(when)
+            for _, _, w, h in sorted(((d for d in due if d[0] == when)), key=lambda d: d[1]):
+                if w.beat_waiting is None:
+                    self._beat(w, h)
+        self._set_clock(target)
+
+    def _beat(self, w: Worker, h: Held) -> None:
+        raise NotImplementedError  # `stateful.calls`
+
+    def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
+        updates, calls = w.txn or [], w.txn_calls
+        w.txn, w.txn_calls = None, []
+        if commit:
+            for update in updates:
+                update()
+            for h in w.granted:
+                if h.next_beat is None and h.believed and w.beat is not None:
+                    h.next_beat = self.now + BEAT
+        else:
+            w.held = [h for h in w.snapshot if h.grant is not None]
+            self.voided.update(calls)
+            self.history.add(self.now, w.name, "rollback", "event", note=why)
+        w.snapshot = []
+        self.db_dirty = True
+
+    def _replace(self, w: Worker, why: str) -> None:
+        """Crash `w`: end both backends; a fresh worker with a new name takes its place.
+
+        Backends with a call in flight go first: ending the main connection first
+        would roll back its transaction and let a heartbeat blocked behind it run,
+        racing its own termination. A heartbeat connection the worker never sent a
+        call on holds nothing and the queue never saw it, so it goes back to the pool
+        alive: starting backends was half of the server's CPU in `bench.step_cost`.
+        """
+        sessions = [s for s in (w.main, w.beat) if s is not None and (s is w.main or s.used)]
+        for session in sorted(sessions, key=lambda s: s.pending is None):
+            self.pool.terminate(session)
+        self._settle()
+        if w.txn is not None:
+            self._end_txn(w, commit=False, why=why)
+        w.crashed = True
+        for done in (w.main, w.beat):
+            if done is not None:
+                self.pool.release(done)
+        base = w.name.split(".")[0]
+        fresh = self._new_worker(f"{base}.{next(self.generation)}")
+        self.workers[self.workers.index(w)] = fresh
+        self.history.add(self.now, w.name, "crash", "event", note=f"{why}; {fresh.name} starts")
+
+    def _may(self, w: Worker, call: str) -> bool:
+        """Return whether `w` may make `call` now: outside a held transaction, or one the
+        queue lets that call run in."""
+        return w.txn is None or call in self.caps.held_calls or call not in CALLS
+
+    def _pairs(self, call: str) -> list[tuple[Worker, Held]]:
+        return [(w, h) for w in self.workers if w.can_act and self._may(w, call) for h in w.held]
+
+    def _pick_pair(self, pick: int, call: str) -> tuple[Worker, Held]:
+        pairs = self._pairs(call)
+        return pairs[pick % len(pairs)]
+
+    def _claimers(self) -> list[Worker]:
+        """Return the workers that may claim now (one job at a time, if the queue says so)."""
+        return [
+            w
+            for w in self.workers
+            if w.can_act
+            and self._may(w, "claim")
+            and not (self.caps.one_claim_per_worker and w.held)
+        ]
+
+    def _pick(self, workers: list[Worker], pick: int) -> Worker:
+        return workers[pick % len(workers)]
+
+    def _lease_ends(self) -> list[int]:
+        return sorted(
+            g.lease_end
+            for job in self.oracle.jobs.values()
+            for g in job.grants
+            if not g.released and not job.finished and g.lease_end > self.now
+        )
+
+    def _actors(self) -> list[Worker]:
+        """Return every worker and the sweeper, if it has started."""
+        return [*self.workers, *([self.sweeper] if self.sweeper else [])]
+
+    def _parked(self) -> list[Worker]:
+        """Return the actors whose call waits at its gate, between two of its statements."""
+        return [w for w in self._actors() if w.main.parked]
+
+    def _busy(self) -> list[Worker]:
+        """Return workers whose crash or cut would change something: they hold work."""
+        return [w for w in self.workers if w.held or w.txn is not None or w.waiting is not None]
+
+    def _enqueue(self) -> None:
+        label = f"job{len(self.jobs) + 1}"
+        self.history.add(self.now, "producer", "enqueue", "invoke", job=label)
+        job_id = self.queue.enqueue(self.pool.monitor, {"n": len(self.jobs) + 1, "kind": "receipt"})
+        self.judge.enqueued(job_id, label)
+        self.jobs.append(label)
+        self.history.add(self.now, "producer", "enqueue", "ok", job=label, value=_plain(job_id))
+        self.say(f"t={seconds(self.now)} enqueue {label}")
+        # One microsecond per job, so no two jobs share a timestamp (an order by time
+        # never rests on a tie-break the queue leaves to chance), and no claim shares
+        # its job's instant (a queue may hand out only jobs due strictly before now).
+        self._advance(self.now + 1)
+
+    def _begin(self, w: Worker) -> None:
+        w.main.conn.execute("begin")
+        w.txn, w.snapshot = [], list(w.held)
+        self.history.add(self.now, w.name, "begin", "event")
+        self.say(f"t={seconds(self.now)} {w.name} begins a transaction")
+
+    def _resume(self, w: Worker) -> None:
+        # Its overdue heartbeats fire at the next tick of the clock, not before the
+        # worker's own next step: a woken worker may well complete before it learns
+        # that its lease ran out.
+        w.paused = False
+        self.history.add(self.now, w.name, "resume", "event")
+        self.say(f"t={seconds(self.now)} {w.name} resumes")
+
+    def _sweeper(self) -> Worker:
+        if self.sweeper is None:
+            self.sweeper = Worker(name="sweeper", main=self.pool.open("sweeper"), beat=None)
+        return self.sweeper
+
+    def _refresh(self) -> None:
+        """Read the ground truth (effect rows) when a step may have changed it."""
+        if not self.db_dirty:
+            return
+        self.db_dirty = False
+        rows = self.pool.monitor.execute(clock.QUERIES["effects"].text).fetchall()
+        refused = {call for call, (_, said) in self.completions.items() if said is False}
+        self.judge.effect_rows(rows, refused, self.voided)
+
+    def _check(self) -> None:
+        """Raise the first violation found: later ones in the same step are often its echo."""
+        self._refresh()
+        said = [*self.oracle.declared, *self.oracle.unjudged]
+        for line in said[self.said :]:
+            self.say(f"  not judged: {line}")
+        self.said = len(said)
+        for violation in self.oracle.violations:
+            self._raise(violation)
+
+    def _raise(self, violation: Violation) -> None:
+        """Fail the example on `violation`, unless its property is excused."""
+        if violation.prop in self.h.excused:
+            return
+        self.broken = True
+        timeline = render(self.history, SECOND)
+        self.h.recorder.last[violation.prop] = Failure(
+            violation, tuple(self.program), self.history, timeline, self.judge.to_json()
+        )
+        raise violation_error(violation.prop)(violation, timeline)
+
+    def _clean_up(self) -> None:
+        self.h.coverage.update(self.oracle.situations)
+        self.h.moves.update(step.rule for step in self.program)
+        for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
+            for session in (w.main, w.beat):
+                if session is not None and not w.crashed:
+                    self.pool.release(session)
+        self.workers = []
+        self.sweeper = None
+        self.h.reset()

@@ -1,0 +1,66 @@
+"""What a run exercised: the dangerous situations it produced, counted per property.
+
+A property that held only because its situation never came up has not been tested:
+a stale completion never sent cannot have been refused. The oracle counts each
+situation as it judges the fact that shows it (so a saved history counts alike when
+judged again), the driver adds the ones only it sees (a call paused between its
+statements, a call blocked on a lock, a sweep sent while a transaction is open, a
+lease that ran out while its worker's call waited), and a run reads "holds, not
+exercised" for every property whose situations all stayed at zero.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from leasecheck.stateful import properties as P
+
+SITUATIONS: dict[str, tuple[str, ...]] = {
+    "stale heartbeat sent": (P.FENCING,),
+    "stale completion sent": (P.FENCING, P.SINGLE_COMPLETION),
+    "stale failure report sent": (P.FENCING,),
+    "completion refused": (P.ATOMIC_REJECTION,),
+    "late owner's call": (P.LATE_OWNER,),
+    "owner's call answered after a wait": (P.OWNER_PROGRESS,),
+    "owner's call refused or accepted": (P.OWNER_PROGRESS,),
+    "expired lease claimed again": (P.EXCLUSIVE_LEASE, P.FENCING, P.SINGLE_COMPLETION),
+    "claim at the attempt cap": (P.RETRY_CAP,),
+    "claim past the attempt cap tried": (P.RETRY_CAP,),
+    "effect sent for a job again": (P.UNIQUE_EFFECTS,),
+    "batch of stale and fresh claims": (P.FENCING, P.SINGLE_COMPLETION),
+    "job recovered and drained": (P.NO_LOST_JOBS,),
+    "call paused between its statements": (P.SINGLE_COMPLETION, P.FENCING),
+    "call blocked on a lock": (P.EXCLUSIVE_LEASE, P.SINGLE_COMPLETION),
+    "sweep raced an open transaction": (P.NO_LOST_JOBS, P.SINGLE_COMPLETION),
+    "lease ran out while its call waited": (P.OWNER_PROGRESS, P.LATE_OWNER, P.FENCING),
+}
+"""Each situation, and the properties it puts to the test."""
+
+
+def per_property(counts: Mapping[str, int]) -> dict[str, int]:
+    """Return, for every property, how often its situations occurred."""
+    out = dict.fromkeys(P.ALL, 0)
+    for situation, n in counts.items():
+        for prop in SITUATIONS.get(situation, ()):
+            out[prop] += n
+    return out
+
+
+def merge(runs: Iterable[Mapping[str, int]]) -> Counter[str]:
+    """Return the situations of several runs (shards, examples) added up."""
+    total: Counter[str] = Counter()
+    for run in runs:
+        total.update(run)
+    return total
+
+
+def summary(counts: Mapping[str, int], judged: Iterable[str] = P.ALL) -> list[str]:
+    """Return one line per property: how often it was exercised, or that it was not."""
+    exercised = per_property(counts)
+    lines = []
+    for prop in judged:
+        n = exercised.get(prop, 0)
+        said = f"exercised {n} times" if n else "holds, not exercised"
+        lines.append(f"{prop}: {said}")
+    return lines

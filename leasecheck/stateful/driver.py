@@ -1,0 +1,398 @@
+"""The driver: the moves of simulated workers, and the teardown that judges the end.
+
+Every move a rule can make is a method here with plain arguments (indices into the
+eligible workers or claims, modulo their count), and each `can_*` predicate says,
+from the model alone, whether the move means something now. Hypothesis's rules
+(`stateful.machine`) are a thin shell over these; a replay and the explorer drive
+them directly. Nothing here imports Hypothesis.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import psycopg
+
+from leasecheck.stateful import answers
+from leasecheck.stateful.answers import Outcome, Raised
+from leasecheck.stateful.calls import Calls
+from leasecheck.stateful.core import MAX_JOBS, seconds
+from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful.units import BEAT, LEASE, SECOND
+from leasecheck.stateful.workers import Held, Worker
+
+
+class Driver(Calls):
+    """Moves workers, time and faults; judges after every move and at the end."""
+
+    # -------------------------------------------------------------------- moves
+
+    def start(self, workers: int) -> None:
+        """Start the workers and enqueue the first job (an example without one is wasted)."""
+        with self._step():
+            self.workers = [self._new_worker(f"w{i}") for i in range(workers)]
+            self._enqueue()
+
+    def enqueue(self, jobs: int) -> None:
+        """The producer adds jobs (never more than MAX_JOBS in one example).
+
+        It takes an argument only so that it sorts after `asleep` and `claim`: see
+        `stateful.moves`.
+        """
+        with self._step():
+            for _ in range(min(jobs, MAX_JOBS - len(self.jobs))):
+                self._enqueue()
+
+    def claim(self, how: Take) -> None:
+        """A worker claims the next job; with `held`, inside a transaction it keeps open."""
+        with self._step():
+            w = self._pick(self._claimers(), how.worker)
+            if how.held and w.txn is None and "claim" in self.caps.held_calls:
+                self._begin(w)
+            self._claim(w)
+
+    def claim_batch(self, pick: int, size: int) -> None:
+        """A worker claims up to `size` jobs in one call (`claim_many`)."""
+        with self._step():
+            self._claim_many(self._pick(self._claimers(), pick), size)
+
+    def complete_batch(self, pick: int, size: int) -> None:
+        """A worker completes up to `size` of the jobs it holds, newest first, in one call
+        (`complete_many`), stale claims and all: a fresh claim leads, a stale one follows."""
+        with self._step():
+            holders = [w for w in self.workers if w.can_act and self._may(w, "complete") and w.held]
+            w = self._pick(holders, pick)
+            self._complete_many(w, w.held[::-1][:size])
+
+    def heartbeat(self, pick: int) -> None:
+        """An explicit heartbeat on the main connection (inside the held transaction, if any)."""
+        with self._step():
+            self._heartbeat(*self._pick_pair(pick, "heartbeat"))
+
+    def complete(self, pick: int) -> None:
+        """A worker finishes a job it holds, whether or not its lease is still good."""
+        with self._step():
+            w, h = self._pick_pair(pick, "complete")
+            self._complete(w, h)
+
+    def send_effect(self, pick: int) -> None:
+        """A worker sends the job's external effect (a receipt) keyed by effect_key."""
+        with self._step():
+            self._send(*self._pick_pair(pick, "send"))
+
+    def fail(self, pick: int) -> None:
+        """A worker reports that a job it holds failed (retry, or give up at the cap)."""
+        with self._step():
+            self._fail(*self._pick_pair(pick, "fail"))
+
+    def pause(self, pick: int) -> None:
+        """SIGSTOP: the worker takes no steps and sends no heartbeats until resumed."""
+        with self._step():
+            w = self._pick([w for w in self.workers if not w.paused], pick)
+            w.paused = True
+            self.history.add(self.now, w.name, "pause", "event")
+            self.say(f"t={seconds(self.now)} {w.name} pauses")
+
+    def resume(self, pick: int) -> None:
+        """SIGCONT: the worker acts again; its overdue heartbeats fire at the next tick."""
+        with self._step():
+            self._resume(self._pick([w for w in self.workers if w.paused], pick))
+
+    def asleep(self, how: Stall) -> None:
+        """The story's pause in one step: a worker sleeps past the end of its lease, then wakes.
+
+        Unless it sleeps `alone`, the first other worker that can act claims meanwhile.
+        `then` is what the woken worker does first with the job it was working on,
+        not knowing whether it still owns it: complete, fail, heartbeat or nothing; or,
+        for a queue with batches, `batch`: a batch worker's loop, which fetches once
+        more and then acknowledges everything it holds in one batch.
+        (Named to sort first among the rules: see `stateful.moves`.)
+        """
+        with self._step():
+            w = self._pick([w for w in self.workers if not w.paused and w.granted], how.worker)
+            w.paused = True
+            work = max(w.granted, key=lambda h: h.grant.lease_end if h.grant else 0)
+            end = work.grant.lease_end if work.grant else self.now
+            self.say(f"t={seconds(self.now)} {w.name} stalls past {seconds(end)}")
+            self.history.add(self.now, w.name, "pause", "event", note="stall")
+            self._advance(max(end + 1, self.now + 1))
+            others = [o for o in self._claimers() if o is not w]
+            if not how.alone and others:
+                if self.caps.maintain is not None:
+                    self._maintain()  # the queue's recovery runs while the worker sleeps
+                self._claim(others[0])
+            self._resume(w)
+            then = how.then
+            if then == "heartbeat" and not self.caps.heartbeats:
+                then = "nothing"
+            if then == "batch" and not self._batches():
+                then = "complete"
+            if then == "batch":
+                self._fetch_and_ack(w)
+                return
+            if then != "nothing" and work in w.held and w.can_act and self._may(w, then):
+                {"complete": self._complete, "fail": self._fail, "heartbeat": self._heartbeat}[
+                    then
+                ](w, work)
+
+    def crash(self, pick: int) -> None:
+        """The worker's process dies: its connections close, mid-transaction or not."""
+        with self._step():
+            w = self._pick(self._busy(), pick)
+            self.say(f"t={seconds(self.now)} {w.name} crashes")
+            self._replace(w, "crashed")
+
+    def cut(self, pick: int) -> None:
+        """The server ends the worker's backend; the worker reconnects and keeps its claims."""
+        with self._step():
+            w = self._pick([w for w in self.workers if w.txn is not None or w.waiting], pick)
+            self.say(f"t={seconds(self.now)} {w.name}'s connection is cut")
+            self.pool.terminate(w.main)
+            self._settle()
+            if w.txn is not None:
+                self._end_txn(w, commit=False, why="connection cut")
+            old = w.main
+            w.main = self.pool.open(w.name)
+            self.pool.release(old)
+            self.history.add(self.now, w.name, "cut", "event", note="backend terminated")
+
+    def sweep(self, after: str) -> None:
+        """The queue's own recovery (`maintain`) runs on a connection of its own, now or
+        just after the next lease ends; it may block behind a worker's open transaction."""
+        with self._step():
+            ends = self._lease_ends()
+            if after == "past-lease-end" and ends:
+                self.history.add(self.now, "clock", "advance", "event", value=seconds(ends[0] + 1))
+                self._advance(ends[0] + 1)
+            self._maintain()
+
+    def time_passes(self, to: str) -> None:
+        """Let time pass; running workers' heartbeats fire on schedule meanwhile."""
+        with self._step():
+            ends = self._lease_ends()
+            why = to
+            if to in ("lease-end", "past-lease-end") and ends:
+                target = ends[0] + (1 if to == "past-lease-end" else 0)
+            else:
+                target = self.now + (BEAT if to == "beat" else SECOND)
+                if to in ("lease-end", "past-lease-end"):
+                    why = f"{to}: no lease ends ahead, so 1 s"
+            self.history.add(self.now, "clock", "advance", "event", value=seconds(target))
+            self.say(f"t={seconds(self.now)} clock advances to {seconds(target)} ({why})")
+            self._advance(target)
+
+    def open_transaction(self, pick: int) -> None:
+        """Open a transaction the worker's next calls run inside, held across steps."""
+        with self._step():
+            self._begin(self._pick([w for w in self.workers if w.can_act and w.txn is None], pick))
+
+    def close_transaction(self, pick: int, commit: bool) -> None:
+        """Commit or roll back a held transaction; calls blocked behind it go on."""
+        with self._step():
+            w = self._pick([w for w in self.workers if w.can_act and w.txn is not None], pick)
+            self.say(f"t={seconds(self.now)} {w.name} {'commits' if commit else 'rolls back'}")
+            w.main.conn.execute("commit" if commit else "rollback")
+            if commit:
+                self.history.add(self.now, w.name, "commit", "event")
+            self._end_txn(w, commit=commit, why="rolled back by the worker")
+
+    def preempt(self, pick: int, after: int) -> None:
+        """Arm an actor (a worker, or the queue's sweeper): its next call that sends more
+        than `after` round trips is paused after `after` of them, between two of its
+        statements, until `resume_call` (shorter calls before it run whole)."""
+        with self._step():
+            name = self._pick_name(self._preemptible(), pick)
+            self.armed[name] = after
+            note = f"its next call of more statements pauses after statement {after}"
+            self.history.add(self.now, name, "preempt", "event", note=note)
+            self.say(f"t={seconds(self.now)} {name}: {note}")
+
+    def resume_call(self, pick: int) -> None:
+        """A call paused between its statements goes on; it may answer, or block on a lock."""
+        with self._step():
+            self._resume_call(self._pick(self._parked(), pick))
+
+    def _preemptible(self) -> list[str]:
+        names = [w.name for w in self.workers if w.can_act]
+        if self.caps.maintain is not None and (self.sweeper is None or self.sweeper.can_act):
+            names.append("sweeper")
+        return [n for n in names if n not in self.armed]
+
+    @staticmethod
+    def _pick_name(names: list[str], pick: int) -> str:
+        return names[pick % len(names)]
+
+    # --------------------------------------------------------------- predicates
+    # Whether a move means something now, read from the model alone (never the
+    # database), so the same program offers the same moves on every run.
+
+    def unfinished(self) -> bool:
+        return any(not j.finished for j in self.oracle.jobs.values())
+
+    def can_enqueue(self) -> bool:
+        return len(self.jobs) < MAX_JOBS
+
+    def can_claim(self) -> bool:
+        return bool(self._claimers()) and self.unfinished()
+
+    def can_claim_batch(self) -> bool:
+        return self._batches() and self.can_claim()
+
+    def can_complete_batch(self) -> bool:
+        return self._batches() and bool(self._pairs("complete"))
+
+    def can_heartbeat(self) -> bool:
+        return self.caps.heartbeats and bool(self._pairs("heartbeat"))
+
+    def can_call(self, call: str) -> bool:
+        """Whether some worker holds a claim it may `call` (complete, fail, send) now."""
+        return bool(self._pairs(call))
+
+    def can_pause(self) -> bool:
+        return any(not w.paused for w in self.workers)
+
+    def can_resume(self) -> bool:
+        return any(w.paused for w in self.workers)
+
+    def can_stall(self) -> bool:
+        return any(not w.paused and w.granted for w in self.workers)
+
+    def can_crash(self) -> bool:
+        return bool(self._busy())
+
+    def can_cut(self) -> bool:
+        return any(w.txn is not None or w.waiting for w in self.workers)
+
+    def can_sweep(self) -> bool:
+        return self.caps.maintain is not None and (
+            self.sweeper is None or self.sweeper.waiting is None
+        )
+
+    def can_open_transaction(self) -> bool:
+        return bool(self.caps.held_calls) and any(w.can_act and w.txn is None for w in self.workers)
+
+    def can_preempt(self) -> bool:
+        return bool(self._preemptible())
+
+    def can_resume_call(self) -> bool:
+        return bool(self._parked())
+
+    def can_close_transaction(self) -> bool:
+        return any(w.can_act and w.txn is not None for w in self.workers)
+
+    def check(self) -> None:
+        """Judge every property now; raise the first violation's exception."""
+        self._check()
+
+    # ----------------------------------------------------------------- teardown
+
+    def teardown(self) -> None:
+        try:
+            if not self.broken and self.workers:
+                self._heal_and_drain()
+        finally:
+            self._clean_up()
+
+    def _heal_and_drain(self) -> None:
+        self.say(f"t={seconds(self.now)} teardown: heal every worker, finish held work, drain")
+        self.armed.clear()  # nothing the teardown sends is preempted
+        for w in self.workers:
+            if w.paused:
+                self._resume(w)
+        while self._parked():  # paused calls go on, oldest first
+            self._resume_call(min(self._parked(), key=lambda w: w.main.invoked))
+        for w in self.workers:  # workers finish their transactions; blocked calls go on
+            if w.txn is not None and w.waiting is None:
+                failed = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+                w.main.conn.execute("rollback" if failed else "commit")
+                self.history.add(self.now, w.name, "rollback" if failed else "commit", "event")
+                self._end_txn(w, commit=not failed, why="teardown")
+                self._settle()
+        for w in list(self.workers):
+            if w.waiting is not None or w.txn is not None:
+                self._replace(w, "still blocked at teardown")
+        if self.sweeper is not None and self.sweeper.waiting is not None:
+            old = self.sweeper.main  # still blocked once every worker has let go: end it
+            self.pool.terminate(old)
+            self._settle()
+            self.sweeper.main = self.pool.open("sweeper")
+            self.pool.release(old)
+        for w in self.workers:  # a live worker finishes the work it holds
+            for h in list(w.held):
+                if h.grant is not None:
+                    self._complete(w, h)
+        self._settle()
+        self._check()
+        self._drain()
+        self._check()
+        for v in self.oracle.deferred:
+            self._raise(v)
+        if self.oracle.observe is None:
+            return  # no-lost-jobs needs the queue's state(): a named gap, never a pass
+        self.judge.drained()
+        self._check()
+
+    DRAIN_WAITS = 10
+    """How often the drain waits for a scheduled retry, doubling the wait from one lease."""
+
+    def _drain(self) -> None:
+        """Claim and complete until the queue hands out nothing and shows nothing pending.
+
+        The queue's recovery sweep runs before each claim. When nothing is handed out
+        but the queue still shows a job queued or running (a retry scheduled for
+        later, a lease that must run out first), the clock moves on, one lease and
+        then twice the last wait, until it is handed out or the waits run out.
+        """
+        ends = [g.lease_end for j in self.oracle.jobs.values() for g in j.grants]
+        self._advance(max([self.now, *ends]) + 1)
+        drainer = self.workers[0]
+        claims = len(self.jobs) * ((self.queue.max_attempts or 1) + 2) + 5
+        budget, wait, waits = claims, LEASE, 0
+        while budget:
+            if self.caps.maintain is not None:
+                self._maintain()
+            before = len(drainer.held)
+            self._call(
+                drainer,
+                "claim",
+                None,
+                lambda c: self.queue.claim(c, "drain", timedelta(microseconds=LEASE)),
+                self._drained(drainer),
+            )
+            if len(drainer.held) == before:
+                if waits == self.DRAIN_WAITS or not self._pending():
+                    return
+                self.history.add(
+                    self.now, "clock", "advance", "event", value=seconds(self.now + wait)
+                )
+                self.say(f"t={seconds(self.now)} drain: a job is still pending; the clock moves on")
+                self._advance(self.now + wait)
+                wait, waits = wait * 2, waits + 1
+                continue
+            budget -= 1
+            self._complete(drainer, drainer.held[-1])
+            self._settle()
+        raise AssertionError(f"the queue was not drained after {claims} claims")
+
+    def _pending(self) -> bool:
+        """Return whether the queue shows a job still queued or running (False without state)."""
+        if self.caps.state is None:
+            return False  # the machine's own look, not the judge's: not recorded as a fact
+        return any(self._observe(job_id) in ("queued", "running") for job_id in self.oracle.jobs)
+
+    def _drained(self, w: Worker) -> answers.Done:
+        def done(outcome: Outcome, at: int) -> None:
+            result = answers.claim(self.queue.name, outcome)
+            if result is None:
+                if isinstance(outcome, Raised):
+                    self.judge.raised("claim", at, outcome.quote)
+                return
+            claim = answers.checked(self.queue.name, "claim", result)
+            label = f"drain:{self._job_label(claim)}#{claim.token!r}"
+            held = Held(claim=claim, label=label, raw=result)
+            key = self.queue.effect_key(result)
+            answered = self.history.events[-1].seq
+            held.grant = self.judge.grant(claim, label, at, key, answered)
+            w.held.append(held)
+
+        return done

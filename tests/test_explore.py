@@ -1,0 +1,55 @@
+"""The bounded-exhaustive explorer: a small scope searched whole, or a counterexample."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import mutants
+from leasecheck import explore
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful import actors, contract
+from leasecheck.stateful.core import Harness
+from leasecheck.stateful.properties import SINGLE_COMPLETION
+
+
+def test_the_reference_has_no_violation_in_a_small_scope(reference_pool: actors.Pool) -> None:
+    scope = explore.Scope(workers=2, jobs=1, moves=1, preemptions=1)
+    done = explore.explore(Harness(queue=ReferenceQueue(), pool=reference_pool), scope)
+    assert done.violation is None and done.complete
+    assert done.schedules >= 10 and 0 < done.states <= done.schedules
+    assert done.said(scope).startswith("no violation in scope (2 workers, 1 job, up to 1 moves")
+
+
+def test_the_story_is_found_in_two_moves(reference_pool: actors.Pool) -> None:
+    """claim, then asleep (another reclaims, the sleeper completes): the naive queue breaks."""
+    queue = contract.load(mutants.ALL["naive"])
+    scope = explore.Scope(workers=2, jobs=1, moves=2, preemptions=0)
+    done = explore.explore(Harness(queue=queue, pool=reference_pool), scope)
+    assert done.violation is not None
+    assert done.violation.violation.prop == SINGLE_COMPLETION
+    assert [s.rule for s in done.counterexample] == ["start", "claim", "asleep"]
+
+
+def test_a_search_cut_short_says_it_proves_nothing(reference_pool: actors.Pool) -> None:
+    scope = explore.Scope(moves=3)
+    done = explore.explore(Harness(queue=ReferenceQueue(), pool=reference_pool), scope, 0.0)
+    assert not done.complete
+    assert "which proves nothing about the rest" in done.said(scope)
+
+
+def test_the_command_saves_the_counterexample_and_exits_1(tmp_path: Path) -> None:
+    """`leasecheck explore` as a user runs it: its own server, a failure file, exit 1."""
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "leasecheck.cli", "explore", "mutants.naive:Naive",
+            "--moves", "2", "--preemptions", "0", "--leasecheck-dir", str(tmp_path),
+        ],
+        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "[single-completion]" in done.stdout
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("leasecheck explore: violation in scope (2 workers, 1 job")
+    assert len(list(tmp_path.glob("naive-single-completion-*.json"))) == 1
