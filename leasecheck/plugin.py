@@ -878,12 +878,16 @@ class _RunState:
         self.thread.start()
 
     def _report(self, config: pytest.Config, reporter: Any) -> None:
+        """Every PROGRESS_EVERY seconds, one line, until a line has said every shard is done
+        (the run's other tests, if any, go on without them)."""
         while not self.stop.wait(PROGRESS_EVERY):
             with contextlib.suppress(Exception):  # never let a progress line end a run
                 writer = getattr(reporter, "_tw", None)
                 if getattr(writer, "width_of_current_line", 0):
                     reporter.write("\n")  # after xdist's progress characters
                 reporter.write_line(self.line(config))
+            if len(self.done) >= self.shards:
+                return
 
     def examples(self, config: pytest.Config) -> int:
         total = _progress(config).examples

@@ -12,7 +12,9 @@ shards meet it.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -176,3 +178,34 @@ def test_space_form_values_that_name_paths_are_rewritten(tmp_path: Path) -> None
         "-x", f"--leasecheck-dir={there}", "--leasecheck-queue", "m:Q", "tests", "--", "-k",
     ]  # fmt: skip
     assert plugin._equals_form(["--leasecheck-dir"], names) == ["--leasecheck-dir"]
+
+
+def test_progress_lines_stop_once_every_shard_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line every PROGRESS_EVERY seconds while shards run, the last saying all are done."""
+    monkeypatch.setattr(plugin, "PROGRESS_EVERY", 0.05)
+
+    class Reporter:
+        lines: list[str] = []
+
+        def write(self, text: str) -> None: ...
+
+        def write_line(self, line: str) -> None:
+            self.lines.append(line)
+
+    class Config:
+        stash = pytest.Stash()
+        pluginmanager = type("PM", (), {"get_plugin": staticmethod(lambda name: Reporter())})()
+
+    config: Any = Config()
+    state = plugin._RunState()
+    state.start(config, 2)
+    deadline = time.monotonic() + 10
+    while len(Reporter.lines) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    state.done |= {"a", "b"}
+    assert state.thread is not None
+    state.thread.join(timeout=10)
+    assert not state.thread.is_alive(), "progress lines went on after the last shard"
+    assert "2/2 shards done" in Reporter.lines[-1]
+    assert all("examples run" in line for line in Reporter.lines)
+    state.finish()
