@@ -43,7 +43,7 @@ def test_leasecheck_properties(
     leasecheck_shard: Shard,
     leasecheck_budget: settings,
     leasecheck_out: Path,
-    record_property: Callable[[str, object], None],
+    request: pytest.FixtureRequest,
 ) -> None:
     """Simulated workers race over leased jobs; every property holds after every step.
 
@@ -65,7 +65,9 @@ def test_leasecheck_properties(
             lambda: run_state_machine_as_test(machine, settings=budget),  # type: ignore[arg-type]
         )
     finally:
-        record_property(exercised.KEY, dict(leasecheck_harness.coverage))
+        # Not the record_property fixture: it warns under junit_family=xunit2, and a
+        # queue's CI that writes JUnit XML with warnings as errors would fail on it.
+        request.node.user_properties.append((exercised.KEY, dict(leasecheck_harness.coverage)))
 
 
 def test_leasecheck_what_is_not_checked(leasecheck_gap: str) -> None:

@@ -85,6 +85,12 @@ TARGETS: tuple[Target, ...] = (
     _graphile("0.18.0"),
     _graphile("0.13.0"),
     _node("pgboss-12.38.0", "pg-boss@12.38.0", "leasecheck.adapters.pgboss_queue:PgBossQueue"),
+    Target("saq-0.26.4", "leasecheck.adapters.saq_queue:SaqQueue", ("saq[postgres]==0.26.4",)),
+    Target(
+        "django-tasks-db-0.13.0",
+        "leasecheck.adapters.django_tasks_db_queue:DjangoTasksDbQueue",
+        ("django-tasks-db==0.13.0", "django-tasks==0.12.0", "Django==5.2.19"),
+    ),
     _sql("naive.sql", control=True),
     _sql("heartbeat_only.sql", control=True),
     _sql("attempt_key.sql", control=True),

@@ -101,6 +101,8 @@ class Pool:
     _guard: threading.Lock = field(default_factory=threading.Lock)
     _closing: threading.Event = field(default_factory=threading.Event)
     _watchdog: threading.Thread | None = None
+    _settings: str = ""
+    """The harness's session settings this role may make (see `_connect`)."""
 
     def __post_init__(self) -> None:
         self.monitor = clock.connect(self.dsn)
@@ -146,7 +148,11 @@ class Pool:
 
     def _connect(self) -> Connection[Any]:
         conn = clock.connect(self.dsn, GatedConnection)
-        _harness_settings(conn)
+        try:
+            conn.execute(_DEADLOCK_TIMEOUT)
+            self._settings = _DEADLOCK_TIMEOUT
+        except psycopg.errors.InsufficientPrivilege:
+            self._settings = ""  # not a superuser: PostgreSQL's own check stays on
         return conn
 
     def _spare(self) -> Connection[Any]:
@@ -182,8 +188,7 @@ class Pool:
         if session.in_transaction:
             session.conn.rollback()
         if session.used:
-            clean(session.conn)
-            _harness_settings(session.conn)
+            clean(session.conn, self._settings)
         session.pending = None
         self._free.append(session)
 
@@ -264,7 +269,7 @@ class Pool:
         )
 
 
-def clean(conn: Connection[Any]) -> None:
+def clean(conn: Connection[Any], settings: str = "") -> None:
     """Clear what a queue may leave on a session, so the next example starts alike.
 
     What DISCARD ALL does, but for DEALLOCATE ALL (psycopg keeps its own prepared
@@ -272,14 +277,14 @@ def clean(conn: Connection[Any]) -> None:
     advisory locks released (a library's sweep lock, kept for life, would otherwise
     disable the sweeps of every later example), settings back to the connection's
     defaults (the simulated clock's search_path is one, set at connect), cursors
-    closed, temporary tables and sequence state dropped, nothing listened to.
+    closed, temporary tables and sequence state dropped, nothing listened to; then the
+    harness's own `settings`, in the same round trip.
     """
-    conn.execute(QUERIES["clean_session"].text)
+    conn.execute(QUERIES["clean_session"].text + (f";\n{settings}" if settings else ""))
 
 
-def _harness_settings(conn: Connection[Any]) -> None:
-    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
-        conn.execute("set deadlock_timeout = '1h'")  # the harness reports deadlocks itself
+_DEADLOCK_TIMEOUT = "set deadlock_timeout = '1h'"
+"""The harness reports deadlocks itself (superusers only may set it)."""
 
 
 _INVOCATIONS = itertools.count(1)

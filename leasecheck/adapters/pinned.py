@@ -1,0 +1,301 @@
+"""An async pool, connection and cursor on the harness's one sync connection.
+
+Libraries written on psycopg's `AsyncConnectionPool` (saq, chancy, oban, ...) ask for a
+pool and borrow connections from it. The harness owns exactly one sync connection per
+worker and must see every statement on it: that is how it detects lock waits and how
+it crashes a worker mid-transaction. `PinnedPool(conn)` is the pool such a library
+accepts, lending that connection as an async one:
+
+```python
+from leasecheck.adapters.pinned import PinnedPool
+
+def claim(self, conn, worker, lease):
+    pool = PinnedPool(conn)                    # stands in for AsyncConnectionPool
+    queue = LibraryQueue(pool=pool)            # the library's own object, on it
+    return asyncio.run(queue.dequeue())        # its own statements, on conn
+```
+
+The API is psycopg_pool's `AsyncConnectionPool` where a library reads it, and stable:
+
+- `async with pool.connection() as c` (and `getconn()` / `putconn(c)`) lends a
+  `PinnedConnection`, always the same one. Leaving the block neither commits nor rolls
+  back: transactions stay the library's (`async with c.transaction():`) and the
+  harness's.
+- `pool.kwargs` is the connection keyword arguments as psycopg_pool keeps them
+  (`{"autocommit": ...}`, the connection's own value; a library may read and even set
+  it, as saq does); `conninfo`, `name`, `min_size` / `max_size` (1), `timeout`,
+  `closed`.
+- `open()`, `close()`, `wait()`, `resize()`, `check()`, `drain()`, `get_stats()`,
+  `pop_stats()`, `async with pool:`: open and close change only `closed` (a closed
+  pool refuses to lend, with `PoolClosed`); the harness's connection is never
+  opened or closed here.
+- `pool.conn` is the `PinnedConnection`, and `pool.last_status` / `pool.last_rowcount`
+  the status line and row count of the latest statement run through the pool (a
+  library that discards them, as most do, still answered them: an adapter may read
+  whether its UPDATE matched a row).
+
+`PinnedConnection` has `execute`, `cursor` (`row_factory` and psycopg's other
+arguments), `transaction`, `commit`, `rollback`, `autocommit`, `info`, `adapters`,
+`closed`, `broken` and `sync` (the harness's connection itself). `PinnedCursor` has
+`execute`, `executemany`, `fetchone`, `fetchmany`, `fetchall`, `async for`,
+`rowcount`, `statusmessage`, `description`, `nextset` and `close`. Each call runs at
+once on the sync connection: a statement that waits on a lock blocks the event loop,
+which is what the harness needs to see it waiting. `notifies()` raises
+`NotImplementedError`: LISTEN needs a connection of its own, which the harness does
+not give a worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg import Connection, Cursor
+
+__all__ = ["PinnedConnection", "PinnedCursor", "PinnedPool", "PoolClosed"]
+
+
+class PoolClosed(psycopg.OperationalError):
+    """The pool was closed (`close()`) and lends no connection; psycopg_pool's error too."""
+
+
+class _Last:
+    """The status line and row count of the latest statement run through one pool."""
+
+    def __init__(self) -> None:
+        self.status: str | None = None
+        self.rowcount = -1
+
+    def saw(self, cursor: Cursor[Any]) -> None:
+        self.status = cursor.statusmessage
+        self.rowcount = cursor.rowcount
+
+
+class PinnedCursor:
+    """An async face on one sync cursor of the harness's connection."""
+
+    def __init__(self, cursor: Cursor[Any], last: _Last | None = None) -> None:
+        self._cursor = cursor
+        self._last = last or _Last()
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    @property
+    def statusmessage(self) -> str | None:
+        return self._cursor.statusmessage
+
+    @property
+    def description(self) -> Any:
+        return self._cursor.description
+
+    async def execute(
+        self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: Any = None
+    ) -> PinnedCursor:
+        self._cursor.execute(query, params, prepare=prepare, binary=binary)
+        self._last.saw(self._cursor)
+        return self
+
+    async def executemany(self, query: Any, params: Iterable[Any], returning: bool = False) -> None:
+        self._cursor.executemany(query, params, returning=returning)
+        self._last.saw(self._cursor)
+
+    def nextset(self) -> bool | None:
+        return self._cursor.nextset()
+
+    async def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    async def fetchmany(self, size: int = 0) -> list[Any]:
+        return self._cursor.fetchmany(size)
+
+    async def fetchall(self) -> list[Any]:
+        return self._cursor.fetchall()
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._rows()
+
+    async def _rows(self) -> AsyncIterator[Any]:
+        for row in self._cursor:
+            yield row
+
+    async def close(self) -> None:
+        self._cursor.close()
+
+    async def __aenter__(self) -> PinnedCursor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._cursor.close()
+
+
+class PinnedConnection:
+    """An async face on the harness's sync connection."""
+
+    def __init__(self, conn: Connection[Any], last: _Last | None = None) -> None:
+        self._conn = conn
+        self._last = last or _Last()
+
+    @property
+    def sync(self) -> Connection[Any]:
+        """The harness's connection itself."""
+        return self._conn
+
+    @property
+    def autocommit(self) -> bool:
+        return self._conn.autocommit
+
+    async def set_autocommit(self, value: bool) -> None:
+        """The harness owns the connection's mode: only its current value is accepted."""
+        if value != self._conn.autocommit:
+            raise psycopg.ProgrammingError(
+                f"the harness's connection has autocommit={self._conn.autocommit}; "
+                "a pinned connection cannot change it"
+            )
+
+    @property
+    def info(self) -> Any:
+        return self._conn.info
+
+    @property
+    def adapters(self) -> Any:
+        return self._conn.adapters
+
+    @property
+    def closed(self) -> bool:
+        return self._conn.closed
+
+    @property
+    def broken(self) -> bool:
+        return self._conn.broken
+
+    async def execute(
+        self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool = False
+    ) -> PinnedCursor:
+        cursor = PinnedCursor(self._conn.cursor(), self._last)
+        return await cursor.execute(query, params, prepare=prepare, binary=binary)
+
+    def cursor(self, *args: Any, **kwargs: Any) -> PinnedCursor:
+        """A cursor, with psycopg's arguments (`row_factory=`, a name for a server cursor)."""
+        if kwargs.get("row_factory", ...) is None:
+            del kwargs["row_factory"]
+        return PinnedCursor(self._conn.cursor(*args, **kwargs), self._last)
+
+    @asynccontextmanager
+    async def transaction(
+        self, savepoint_name: str | None = None, force_rollback: bool = False
+    ) -> AsyncIterator[Any]:
+        with self._conn.transaction(savepoint_name, force_rollback) as tx:
+            yield tx
+
+    async def commit(self) -> None:
+        self._conn.commit()
+
+    async def rollback(self) -> None:
+        self._conn.rollback()
+
+    def notifies(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            "a pinned connection cannot LISTEN: notifications need a connection of their "
+            "own, and the harness gives each worker only the one it watches"
+        )
+
+    async def __aenter__(self) -> PinnedConnection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Leaving does not close the harness's connection."""
+
+
+class PinnedPool:
+    """psycopg_pool's `AsyncConnectionPool`, lending only the harness's connection."""
+
+    def __init__(
+        self, conn: Connection[Any], *, kwargs: dict[str, Any] | None = None, name: str = "pinned"
+    ) -> None:
+        self._last = _Last()
+        self.conn = PinnedConnection(conn, self._last)
+        self.name = name
+        self.kwargs: dict[str, Any] = {"autocommit": conn.autocommit, **(kwargs or {})}
+        self.min_size = self.max_size = 1
+        self.timeout = 30.0
+        self._closed = False
+        self._lent = 0
+
+    @property
+    def conninfo(self) -> str:
+        return self.conn.sync.info.dsn
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def last_status(self) -> str | None:
+        """The status line of the latest statement run through the pool ("UPDATE 1")."""
+        return self._last.status
+
+    @property
+    def last_rowcount(self) -> int:
+        """The row count of the latest statement run through the pool (-1 before any)."""
+        return self._last.rowcount
+
+    async def open(self, wait: bool = False, timeout: float = 30.0) -> None:
+        self._closed = False
+
+    async def close(self, timeout: float = 5.0) -> None:
+        """Close the pool's face; the harness's connection stays open."""
+        self._closed = True
+
+    async def wait(self, timeout: float = 30.0) -> None:
+        """Nothing to wait for: the one connection is there."""
+
+    async def resize(self, min_size: int, max_size: int | None = None) -> None:
+        """Accepted and ignored: the pool holds one connection, the harness's."""
+
+    async def check(self) -> None:
+        """Nothing to check: the harness watches its connection."""
+
+    async def drain(self) -> None:
+        """Nothing to drain."""
+
+    @staticmethod
+    async def check_connection(conn: PinnedConnection) -> None:
+        await conn.execute("select 1")
+
+    def get_stats(self) -> dict[str, int]:
+        return {
+            "pool_min": 1,
+            "pool_max": 1,
+            "pool_size": 1,
+            "pool_available": 1,
+            "requests_num": self._lent,
+        }
+
+    def pop_stats(self) -> dict[str, int]:
+        stats = self.get_stats()
+        self._lent = 0
+        return stats
+
+    async def getconn(self, timeout: float | None = None) -> PinnedConnection:
+        if self._closed:
+            raise PoolClosed(f"the pool {self.name!r} is closed")
+        self._lent += 1
+        return self.conn
+
+    async def putconn(self, conn: PinnedConnection) -> None:
+        """Taken back as it is: no commit, no rollback."""
+
+    @asynccontextmanager
+    async def connection(self, timeout: float | None = None) -> AsyncIterator[PinnedConnection]:
+        yield await self.getconn(timeout)
+
+    async def __aenter__(self) -> PinnedPool:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
