@@ -39,7 +39,7 @@ from types import FrameType
 from typing import Any
 
 import leasecheck
-from leasecheck import explore, plugin
+from leasecheck import explore, options, outdir, plugin
 from leasecheck.adapters.sqlfile_queue import SqlFileError, SqlFileQueue
 from leasecheck.dbfixtures import embedded, janitor, servers
 from leasecheck.dbfixtures import plugin as dbplugin
@@ -83,7 +83,7 @@ def _plugin_options() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
     def add(*flags: str, **attrs: Any) -> None:
         found.append((flags, attrs))
 
-    plugin.declare_options(add)
+    options.declare_options(add)
     dbplugin.declare_options(add)
     return found
 
@@ -441,7 +441,7 @@ def _run(harness: Harness, saved: replay.Saved, out: Path) -> int:
             if path.suffix == ".json":
                 print(f"leasecheck: saved {path} (and .txt, .svg beside it)")
         if created:
-            plugin.mark_as_ours(out)
+            outdir.mark_as_ours(out)
         return 1
     except contract.ContractError as error:
         print(f"leasecheck: the queue broke the contract, so no property was judged: {error}")

@@ -14,34 +14,49 @@ broke the contract.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import inspect
-import json
 import os
-import re
-import shlex
-import sys
-import threading
-import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import settings
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from leasecheck import exercised, shards
 from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.dbfixtures import plugin as dbplugin
 from leasecheck.dbfixtures.redact import Dsn
+from leasecheck.items import PROPERTIES_TEST, SUITE
+from leasecheck.items import is_suite as _is_suite
+from leasecheck.items import param as _param
+from leasecheck.options import (  # noqa: F401  (hooks: registered from this module)
+    _equals_form,
+    declare_options,
+    option_names,
+    pytest_addoption,
+    pytest_load_initial_conftests,
+)
+from leasecheck.outdir import (
+    _ExamplesOf,
+    _out_dir,
+    _out_existed,
+    mark_as_ours,
+    pytest_configure_node,  # noqa: F401  (a hook)
+)
+from leasecheck.reports import (
+    _not_after_a_contract_error,
+    _progress,
+    _progress_key,
+    _Reports,
+    _run,
+    _run_key,
+    pytest_runtest_makereport,  # noqa: F401  (a hook)
+)
 from leasecheck.stateful import actors, clock, contract, probe, profiles, properties
 from leasecheck.stateful.machine import Harness
-from leasecheck.stateful.properties import PropertyViolated
 
-SUITE = "leasecheck.suite"
 SQL_QUEUE = "leasecheck.adapters.sqlfile_queue:from_env"
 SQL_SPEC = "sql:"
 """How a failure of a `.sql` queue named through `$LEASECHECK_SQL_QUEUE` records it:
@@ -51,186 +66,12 @@ QUEUE_HELP = (
     'LEASECHECK_QUEUE=module:attr, or leasecheck_queue = "module:attr" under '
     "[tool.pytest.ini_options] in pyproject.toml"
 )
-PROPERTIES_TEST = "test_leasecheck_properties"
-REGRESSION_TEST = "test_leasecheck_regression"
-PROGRESS_EVERY = 10.0
-"""Seconds between two progress lines of a property run."""
-GITIGNORE = "*\n"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Bring in the database half of the plugin (servers and databases) with this one."""
     if not pluginmanager.is_registered(dbplugin):
         pluginmanager.register(dbplugin, "leasecheck.dbfixtures")
-
-
-def declare_options(add: Callable[..., object]) -> None:
-    """Declare the property run's options through `add` (pytest's `addoption`, or the
-    `leasecheck check` command's, which accepts every one of them)."""
-    add(
-        "--leasecheck-queue",
-        metavar="MODULE:ATTR",
-        help="the queue under test: a class, a zero-argument factory or an instance "
-        "(default: $LEASECHECK_QUEUE, then the leasecheck_queue ini option)",
-    )
-    add(
-        "--leasecheck-excuse",
-        action="append",
-        default=[p for p in os.environ.get("LEASECHECK_EXCUSE", "").split(",") if p.strip()],
-        metavar="PROPERTY",
-        help="stop judging this property, to see the next violation (repeatable, or a "
-        "comma-separated list; default: $LEASECHECK_EXCUSE, comma-separated)",
-    )
-    add(
-        "--leasecheck-dir",
-        default=os.environ.get("LEASECHECK_DIR", ".leasecheck"),
-        metavar="DIR",
-        help="where a failing run writes its program, history and pictures, and the dev "
-        "profile keeps failing examples (default: $LEASECHECK_DIR or .leasecheck; a "
-        "directory leasecheck creates gets a .gitignore)",
-    )
-    add(
-        "--leasecheck-profile",
-        default=profiles.default(),
-        choices=sorted(profiles.PROFILES),
-        help="search budget: dev, ci (derandomized) or deep (default: $LEASECHECK_PROFILE, "
-        "else ci when $CI is set, else dev)",
-    )
-    add(
-        "--leasecheck-shards",
-        type=int,
-        default=shards.DEFAULT_COUNT,
-        metavar="S",
-        help=f"split the property run into S test items with seeds of their own, so "
-        f"-n auto fills the cores (default: {shards.DEFAULT_COUNT})",
-    )
-    add(
-        "--leasecheck-shard",
-        default=os.environ.get("LEASECHECK_SHARD"),
-        metavar="I/N",
-        help="run only this machine's part of the shards, for a CI matrix of N machines "
-        "(1-based; default: $LEASECHECK_SHARD, else all)",
-    )
-    add(
-        "--leasecheck-regressions",
-        metavar="DIR",
-        help="replay every failure file (*.json) in DIR as a test of its own (default: "
-        "the leasecheck_regressions ini option; a DIR not made yet is a skip that says so)",
-    )
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("leasecheck", "leasecheck: property tests for job queues")
-    declare_options(group.addoption)
-    parser.addini("leasecheck_queue", "leasecheck: the queue under test, as module:attr")
-    parser.addini(
-        "leasecheck_regressions",
-        "leasecheck: directory of failure files to replay as tests (relative to this file)",
-        type="paths",
-    )
-
-
-def option_names() -> list[str]:
-    """Return the name of every `--leasecheck-*` option (each takes a value)."""
-    names: list[str] = []
-
-    def add(*flags: str, **attrs: Any) -> None:
-        names.extend(flags)
-
-    declare_options(add)
-    dbplugin.declare_options(add)
-    return names
-
-
-# ------------------------------------------------- `--leasecheck-dir DIR`, both forms
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_load_initial_conftests(
-    early_config: pytest.Config, parser: pytest.Parser
-) -> Iterator[None]:
-    """Make `--leasecheck-dir DIR` mean what `--leasecheck-dir=DIR` means, wherever DIR is.
-
-    pytest looks for its configuration file from the paths on the command line
-    before it loads plugins, so it takes the DIR of an option it does not know yet
-    for a test path and, when DIR lies outside the project, finds no configuration
-    (or another project's). By now it knows the option: if DIR changed where the
-    configuration came from, run the same command again with `=` before any output
-    (pytest.main() in a process of one's own, which cannot be run again, stops with
-    one line saying to write `=`).
-    """
-    _rerun_with_equals(early_config, parser)
-    return (yield)
-
-
-def _rerun_with_equals(config: pytest.Config, parser: pytest.Parser) -> None:
-    if os.environ.pop("LEASECHECK_RERUN", None) or os.environ.get("PYTEST_XDIST_WORKER"):
-        return  # the run again (its own tests' pytest runs see no trace of it), or a worker
-    names = set(option_names())
-    args = list(config.invocation_params.args)
-    addopts = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
-    fixed_args, fixed_addopts = _equals_form(args, names), _equals_form(addopts, names)
-    if (fixed_args, fixed_addopts) == (args, addopts):
-        return
-    if not _discovery_changed(config, parser.parse_known_args([*fixed_addopts, *fixed_args])):
-        return
-    tail = len(args)
-    if sys.orig_argv[len(sys.orig_argv) - tail :] != args or sys.argv[1:] != args:
-        moved = [w for w in fixed_addopts + fixed_args if "=" in w and w.split("=")[0] in names]
-        raise pytest.UsageError(
-            f"leasecheck: pytest took the value of {moved[0].split('=')[0]} for a test path "
-            "before it knew the option, and so read its configuration from elsewhere: "
-            f"write {moved[0]}"
-        )  # pytest.main() in a process of its own: not a command line to run again
-    env = dict(os.environ, LEASECHECK_RERUN="1")
-    if addopts:
-        env["PYTEST_ADDOPTS"] = shlex.join(fixed_addopts)
-    prefix = sys.orig_argv[1 : len(sys.orig_argv) - tail]
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, *prefix, *fixed_args], env)
-
-
-def _equals_form(args: Sequence[str], names: set[str]) -> list[str]:
-    """Return `args` with every `--leasecheck-X VALUE` written `--leasecheck-X=VALUE`,
-    where VALUE names an existing path (the only values pytest takes for test paths)."""
-    out: list[str] = []
-    words = iter(args)
-    for word in words:
-        if word == "--":
-            out += [word, *words]
-            break
-        if word in names:
-            value = next(words, None)
-            if value is None:
-                out.append(word)
-            elif not value.startswith("-") and os.path.exists(value.split("::")[0]):
-                out.append(f"{word}={value}")
-            else:
-                out += [word, value]
-            continue
-        out.append(word)
-    return out
-
-
-def _discovery_changed(config: pytest.Config, ns: Any) -> bool:
-    """Return whether pytest, reading the command line `ns` (its `=` form), would find
-    another rootdir or configuration file than it did (True when this pytest cannot say)."""
-    try:
-        from _pytest.config.findpaths import determine_setup
-
-        given = {
-            "inifile": ns.inifilename,
-            "override_ini": ns.override_ini,
-            "args": ns.file_or_dir,
-            "rootdir_cmd_arg": ns.rootdir or None,
-            "invocation_dir": config.invocation_params.dir,
-        }
-        accepted = inspect.signature(determine_setup).parameters
-        found = determine_setup(**{k: v for k, v in given.items() if k in accepted})
-        return (Path(found[0]), found[1]) != (config.rootpath, config.inipath)
-    except Exception:
-        return True
 
 
 # -------------------------------------------------------------- the queue under test
@@ -363,11 +204,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("leasecheck_regression", files, ids=ids)
 
 
-def _is_suite(item: pytest.Item) -> bool:
-    function = getattr(item, "function", None)
-    return getattr(function, "__module__", None) == SUITE
-
-
 def _no_files_reason(config: pytest.Config) -> str | None:
     """Say why no failure file is replayed, when a directory was named (None otherwise:
     the suite's own skip says how to name one)."""
@@ -425,11 +261,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _probe_clock(config, facts)
 
 
-def _param(item: pytest.Item, name: str, default: Any = None) -> Any:
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get(name, default) if callspec is not None else default
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """Act on a worker's collection before xdist schedules its first test."""
@@ -480,81 +311,6 @@ def _probe_clock(config: pytest.Config, facts: dict[str, Any]) -> None:
         problem = f"leasecheck: {queue.name} could not be installed and probed: {detail}"
     if problem is not None:
         dbplugin.stop(config, problem)
-
-
-# --------------------------------------------------------- the failure directory
-
-
-_out_existed_key = pytest.StashKey[bool]()
-_OUT_EXISTED = "leasecheck_out_existed"
-
-
-def _out_dir(config: pytest.Config) -> Path:
-    return Path(config.getoption("--leasecheck-dir"))
-
-
-def _out_existed(config: pytest.Config) -> bool:
-    """Return whether the failure directory was there before this run (the user's, then)."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None and _OUT_EXISTED in workerinput:
-        return bool(workerinput[_OUT_EXISTED])
-    if _out_existed_key not in config.stash:
-        config.stash[_out_existed_key] = _out_dir(config).exists()
-    return config.stash[_out_existed_key]
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    """Tell each xdist worker whether the failure directory was there before the run."""
-    node.workerinput[_OUT_EXISTED] = _out_existed(node.config)
-
-
-def mark_as_ours(directory: Path) -> None:
-    """Put a `.gitignore` of `*` in a failure directory leasecheck created, once."""
-    ignore = directory / ".gitignore"
-    if directory.is_dir() and not ignore.exists():
-        with contextlib.suppress(OSError):
-            ignore.write_text(GITIGNORE)
-
-
-class _ExamplesOf(ExampleDatabase):
-    """The failure directory's example database, with keys of one queue and one shard.
-
-    Hypothesis keys a state machine's examples by the factory's source, which is
-    the same for every shard and every queue: without this, one shard's failure
-    would be replayed by all of them and every queue sharing a directory.
-    """
-
-    def __init__(self, out: Path, scope: str, created: bool) -> None:
-        super().__init__()
-        self.out = out
-        self.inner = DirectoryBasedExampleDatabase(out / "examples")
-        self.scope = hashlib.sha256(scope.encode()).hexdigest()[:16].encode() + b":"
-        self.created = created
-
-    def __repr__(self) -> str:
-        return f"leasecheck examples in {self.inner.path} ({self.scope.decode()[:-1]})"
-
-    def _writing(self) -> None:
-        if not self.out.exists():
-            self.created = True
-        self.out.mkdir(parents=True, exist_ok=True)
-        if self.created:
-            mark_as_ours(self.out)
-
-    def fetch(self, key: bytes) -> Iterable[bytes]:
-        return self.inner.fetch(self.scope + key)
-
-    def save(self, key: bytes, value: bytes) -> None:
-        self._writing()
-        self.inner.save(self.scope + key, value)
-
-    def delete(self, key: bytes, value: bytes) -> None:
-        self.inner.delete(self.scope + key, value)
-
-    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
-        self._writing()
-        self.inner.move(self.scope + src, self.scope + dest, value)
 
 
 # -------------------------------------------------------------------------- fixtures
@@ -664,307 +420,6 @@ def pytest_assertrepr_compare(
 
 def _shown(value: object) -> str:
     return repr(value)[:200]
-
-
-# ------------------------------------------------------------------ reports, once
-
-
-_VIOLATION = "violation"
-_CONTRACT = "contract"
-_REGRESSION = "regression"
-_SAVED = re.compile(r"^leasecheck: saved (.+?\.json) ", re.MULTILINE)
-_PROP = re.compile(r"^\[([a-z-]+)\]")
-
-
-def _told(story: str) -> list[str]:
-    """Return the properties a story reports broken (its `[property] ...` lines)."""
-    return [m.group(1) for line in story.splitlines() if (m := _PROP.match(line))]
-
-
-def _failure_key(story: str) -> str:
-    """Return what names a reported failure: the file saved for the property it reports
-    first (files are named by queue, property and a hash of the program), else the line
-    that reports it."""
-    props = _told(story)
-    for path in _SAVED.findall(story):
-        if not props or f"-{props[0]}-" in Path(path).name:
-            return str(path)
-    lines = [line for line in story.splitlines() if _PROP.match(line)] or story.splitlines()
-    return lines[0] if lines else ""
-
-
-def _contract_error(error: BaseException | None) -> contract.ContractError | None:
-    """Return the ContractError `error` is or carries (in a group, or as its cause)."""
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if isinstance(error, contract.ContractError):
-            return error
-        if isinstance(error, BaseExceptionGroup):
-            for inner in error.exceptions:
-                found = _contract_error(inner)
-                if found is not None:
-                    return found
-        error = error.__cause__ or error.__context__
-    return None
-
-
-def _violation(error: BaseException) -> PropertyViolated | None:
-    if isinstance(error, PropertyViolated):
-        return error
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            found = _violation(inner)
-            if found is not None:
-                return found
-    return None
-
-
-def _notes(error: BaseException) -> list[str]:
-    return [str(n) for n in getattr(error, "__notes__", ())]
-
-
-CONTRACT_FAILED = "leasecheck: contract error: "
-"""How `leasecheck.suite` fails a property shard whose queue broke the contract."""
-
-
-def _story(item: pytest.Item, error: BaseException) -> tuple[str, str, str] | None:
-    """Return (kind, key, text) of a failure of leasecheck's tests, told as a story, or
-    None for a failure whose traceback is the story (the queue's own exception)."""
-    shard = _param(item, "leasecheck_shard")
-    where = f" ({shard.id})" if shard is not None else ""
-    told = str(error.msg) if isinstance(error, pytest.fail.Exception) else None
-    if told is not None and told.startswith(CONTRACT_FAILED):
-        text = (
-            f"leasecheck: the queue broke the contract{where}, so no property was judged: "
-            f"{told[len(CONTRACT_FAILED) :]}"
-        )
-        return _CONTRACT, _CONTRACT, text
-    broken = _contract_error(error)
-    if broken is not None:
-        lines = [
-            f"leasecheck: the queue broke the contract{where}, so no property was judged: {broken}",
-            *_notes(broken),
-        ]
-        return _CONTRACT, _CONTRACT, "\n".join(lines)
-    if told is not None and item.name.startswith(PROPERTIES_TEST):
-        return _VIOLATION, _failure_key(told), told
-    regression = _param(item, "leasecheck_regression")
-    violated = _violation(error)
-    if regression is not None and violated is not None:
-        lines = [
-            str(violated),
-            *_notes(violated),
-            f"leasecheck: the committed failure {regression} breaks "
-            f"{violated.violation.prop} again; replay it with: leasecheck replay {regression}",
-        ]
-        return _REGRESSION, str(regression), "\n".join(lines)
-    return None
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Tell a failure of leasecheck's tests as its story, without the traceback through
-    the harness (which would only repeat it, and show the harness's insides)."""
-    report = yield
-    if call.excinfo is None or not report.failed or not _is_suite(item):
-        return report
-    told = _story(item, call.excinfo.value)
-    if told is None:
-        return report
-    kind, key, text = told
-    report.longrepr = text
-    headline = next((line for line in text.splitlines() if _PROP.match(line)), text.splitlines()[0])
-    info = {"kind": kind, "key": key, "line": headline, "props": _told(text)}
-    report.leasecheck = info  # type: ignore[attr-defined]
-    if kind == _CONTRACT:
-        _remember_contract_error(item.config, item.name, text.splitlines()[0])
-    return report
-
-
-_contract_key = pytest.StashKey[dict[str, str]]()
-
-
-def _remember_contract_error(config: pytest.Config, test: str, line: str) -> None:
-    """Leave word that the queue broke the contract, so shards not yet begun are not run."""
-    found = {"test": test.split("[")[-1].rstrip("]"), "line": line}
-    config.stash.setdefault(_contract_key, found)
-    shared = dbplugin.run_dir(config)
-    if shared is not None and not (shared / "contract.json").exists():
-        with contextlib.suppress(OSError):
-            dbplugin.write_shared(shared / "contract.json", found)
-
-
-def _not_after_a_contract_error(config: pytest.Config) -> None:
-    found = None
-    shared = dbplugin.run_dir(config)
-    if shared is not None and (shared / "contract.json").exists():
-        with contextlib.suppress(OSError, ValueError):
-            found = json.loads((shared / "contract.json").read_text())  # the run's first
-    found = found or config.stash.get(_contract_key, None)
-    if found is not None:
-        pytest.skip(
-            f"leasecheck: not run: the queue broke the contract in {found['test']} "
-            "(reported there in full)"
-        )
-
-
-# ------------------------------------------------------------- progress, and once
-
-
-@dataclass
-class _Progress:
-    """What this process's shards have done, written where the controller reads it."""
-
-    config: pytest.Config
-    examples: int = 0
-    written: float = 0.0
-
-    def example(self) -> None:
-        self.examples += 1
-        shared = dbplugin.run_dir(self.config)
-        if shared is None or not hasattr(self.config, "workerinput"):
-            return
-        now = time.monotonic()
-        if now - self.written >= 1.0:
-            self.written = now
-            self.flush()
-
-    def flush(self) -> None:
-        shared = dbplugin.run_dir(self.config)
-        workerinput = getattr(self.config, "workerinput", None)
-        if shared is not None and workerinput is not None:
-            with contextlib.suppress(OSError):
-                path = shared / f"progress-{workerinput['workerid']}.json"
-                dbplugin.write_shared(path, {"examples": self.examples})
-
-
-_progress_key = pytest.StashKey[_Progress]()
-
-
-def _progress(config: pytest.Config) -> _Progress:
-    if _progress_key not in config.stash:
-        config.stash[_progress_key] = _Progress(config)
-    return config.stash[_progress_key]
-
-
-@dataclass
-class _RunState:
-    """The controller's view of a property run: what it reports once, and its progress."""
-
-    shards: int = 0
-    started: float = 0.0
-    done: set[str] = field(default_factory=set)
-    first: dict[str, str] = field(default_factory=dict)
-    """Each failure's key and the test that reported it in full."""
-    broken: dict[str, str] = field(default_factory=dict)
-    """Each violation's key and the properties it reports broken (comma-separated)."""
-    stop: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
-
-    def start(self, config: pytest.Config, count: int) -> None:
-        if self.thread is not None or count == 0:
-            return
-        self.shards = count
-        self.started = time.monotonic()
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return
-        self.thread = threading.Thread(
-            target=self._report, args=(config, reporter), name="leasecheck-progress", daemon=True
-        )
-        self.thread.start()
-
-    def _report(self, config: pytest.Config, reporter: Any) -> None:
-        """Every PROGRESS_EVERY seconds, one line, until a line has said every shard is done
-        (the run's other tests, if any, go on without them)."""
-        while not self.stop.wait(PROGRESS_EVERY):
-            with contextlib.suppress(Exception):  # never let a progress line end a run
-                writer = getattr(reporter, "_tw", None)
-                if getattr(writer, "width_of_current_line", 0):
-                    reporter.write("\n")  # after xdist's progress characters
-                reporter.write_line(self.line(config))
-            if len(self.done) >= self.shards:
-                return
-
-    def examples(self, config: pytest.Config) -> int:
-        total = _progress(config).examples
-        shared = dbplugin.run_dir(config)
-        if shared is not None:
-            for path in shared.glob("progress-*.json"):
-                with contextlib.suppress(OSError, ValueError):
-                    total += int(json.loads(path.read_text())["examples"])
-        return total
-
-    def line(self, config: pytest.Config) -> str:
-        seconds = time.monotonic() - self.started
-        examples = f"{self.examples(config):,} examples run"
-        props = sorted({p for told in self.broken.values() for p in told.split(",")})
-        found = (
-            f"{len(self.broken)} violation{'s' if len(self.broken) != 1 else ''} so far "
-            f"({', '.join(props)})"
-            if self.broken
-            else "no violation so far"
-        )
-        return (
-            f"leasecheck: {seconds:.0f} s: {examples}, {len(self.done)}/{self.shards} "
-            f"shards done, {found}"
-        )
-
-    def finish(self) -> None:
-        self.stop.set()
-        if self.thread is not None:
-            self.thread.join(timeout=5)
-
-
-_run_key = pytest.StashKey[_RunState]()
-
-
-def _run(config: pytest.Config) -> _RunState:
-    if _run_key not in config.stash:
-        config.stash[_run_key] = _RunState()
-    return config.stash[_run_key]
-
-
-class _Reports:
-    """In the process that prints (the controller under xdist), report each failure of
-    leasecheck's once: a failure several shards found, or a contract error every shard
-    met, is told in full by the first and in one line by the others; and count what
-    the progress line says."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        config = self.config
-        if hasattr(config, "workerinput") or _run_key not in config.stash:
-            return
-        state = _run(config)
-        if f"::{PROPERTIES_TEST}[" in report.nodeid and (
-            report.when == "teardown" or report.failed or report.skipped
-        ):
-            state.done.add(report.nodeid)
-        info = getattr(report, "leasecheck", None)
-        if not isinstance(info, dict) or report.when != "call" or not report.failed:
-            return
-        key = str(info.get("key", ""))
-        if info.get("kind") == _VIOLATION:
-            state.broken.setdefault(key, ",".join(info.get("props") or ["?"]))
-        first = state.first.setdefault(key, report.nodeid)
-        if first == report.nodeid:
-            return
-        name = first.rsplit("::", 1)[-1].split("[")[-1].rstrip("]")
-        if info.get("kind") == _CONTRACT:
-            report.longrepr = (
-                f"leasecheck: the queue broke the contract here too; told in full under {name}"
-            )
-        else:
-            report.longrepr = (
-                f"{info.get('line')}: the same failure as {name}, told in full there ({key})"
-            )
 
 
 @pytest.hookimpl(trylast=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from leasecheck import cli, plugin
+from leasecheck import cli, options, plugin
 from tests import child
 
 NAIVE = "mutants.naive:Naive"
@@ -49,7 +49,7 @@ def test_check_help_says_it_takes_every_plugin_option(capsys: pytest.CaptureFixt
         cli.main(["check", "--help"])
     assert done.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
-    for name in plugin.option_names():
+    for name in options.option_names():
         assert name in text
     assert "Every --leasecheck-* option of the pytest plugin is accepted here" in text
     assert "whatever follows `--` is passed to pytest as it is" in text

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from leasecheck import plugin, shards
+from leasecheck import options, outdir, plugin, reports, shards
 from tests import child
 
 LOGGED = '''
@@ -72,9 +72,9 @@ def test_each_shard_has_a_seed_of_its_own() -> None:
 def test_examples_are_kept_per_queue_and_shard(tmp_path: Path) -> None:
     """One directory, two scopes: neither sees the other's examples."""
     out = tmp_path / ".leasecheck"
-    one = plugin._ExamplesOf(out, "q:Q|q|shard-1-of-8", created=True)
-    two = plugin._ExamplesOf(out, "q:Q|q|shard-2-of-8", created=True)
-    other = plugin._ExamplesOf(out, "r:R|r|shard-1-of-8", created=True)
+    one = outdir._ExamplesOf(out, "q:Q|q|shard-1-of-8", created=True)
+    two = outdir._ExamplesOf(out, "q:Q|q|shard-2-of-8", created=True)
+    other = outdir._ExamplesOf(out, "r:R|r|shard-1-of-8", created=True)
     assert not out.exists(), "nothing is written before an example is saved"
     one.save(b"key", b"failing")
     assert list(one.fetch(b"key")) == [b"failing"]
@@ -85,7 +85,7 @@ def test_examples_are_kept_per_queue_and_shard(tmp_path: Path) -> None:
 def test_a_directory_of_ones_own_gets_no_gitignore(tmp_path: Path) -> None:
     out = tmp_path / "mine"
     out.mkdir()
-    plugin._ExamplesOf(out, "q:Q|q|shard-1-of-8", created=False).save(b"key", b"value")
+    outdir._ExamplesOf(out, "q:Q|q|shard-1-of-8", created=False).save(b"key", b"value")
     assert not (out / ".gitignore").exists()
 
 
@@ -171,18 +171,18 @@ def test_a_contract_error_is_told_once_per_run(tmp_path: Path, leasecheck_server
 
 
 def test_space_form_values_that_name_paths_are_rewritten(tmp_path: Path) -> None:
-    names = set(plugin.option_names())
+    names = set(options.option_names())
     there = str(tmp_path)
     args = ["-x", "--leasecheck-dir", there, "--leasecheck-queue", "m:Q", "tests", "--", "-k"]
-    assert plugin._equals_form(args, names) == [
+    assert options._equals_form(args, names) == [
         "-x", f"--leasecheck-dir={there}", "--leasecheck-queue", "m:Q", "tests", "--", "-k",
     ]  # fmt: skip
-    assert plugin._equals_form(["--leasecheck-dir"], names) == ["--leasecheck-dir"]
+    assert options._equals_form(["--leasecheck-dir"], names) == ["--leasecheck-dir"]
 
 
 def test_progress_lines_stop_once_every_shard_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
     """A line every PROGRESS_EVERY seconds while shards run, the last saying all are done."""
-    monkeypatch.setattr(plugin, "PROGRESS_EVERY", 0.05)
+    monkeypatch.setattr(reports, "PROGRESS_EVERY", 0.05)
 
     class Reporter:
         lines: list[str] = []
@@ -197,7 +197,7 @@ def test_progress_lines_stop_once_every_shard_is_done(monkeypatch: pytest.Monkey
         pluginmanager = type("PM", (), {"get_plugin": staticmethod(lambda name: Reporter())})()
 
     config: Any = Config()
-    state = plugin._RunState()
+    state = reports._RunState()
     state.start(config, 2)
     deadline = time.monotonic() + 10
     while len(Reporter.lines) < 2 and time.monotonic() < deadline:
