@@ -50,10 +50,12 @@ that release's):
   `maintain()`. Every worker calls it every 60 s (worker.py lines 298-309), and it runs
   only in the one that got `pg_try_advisory_lock(0, hashtext(queue))` (lines
   361-375), a session-level lock it keeps for life. The machine's sweeper plays that
-  worker: each pass takes the lock with saq's own statement and the adapter releases
-  it when the pass ends, since the harness hands sessions from one example to the
-  next (a lock kept for life would stay with a session that later plays a worker, and
-  then nobody would sweep). A job is stuck when `active`/`aborting` and not touched
+  worker: each pass takes the lock with saq's own statement, and the adapter releases
+  it when the pass ends. That changes nothing within an example, where every sweep
+  runs on the sweeper's one session; it keeps the lock from outliving the example on
+  a session the harness hands on (which then plays a worker, and nobody would sweep;
+  the harness's session clean, `actors.clean`, now releases such locks too). A job is
+  stuck when `active`/`aborting` and not touched
   for more than `heartbeat` seconds (`Job.stuck`); the sweep writes it `aborting`
   (`abort`, lines 573-579), waits for it to end (`job.refresh(abort)`, 5 s by
   default; job.py lines 310-331) and then, whether or not the execution stopped,
