@@ -23,10 +23,11 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, connections, transaction
 from django.db.backends.postgresql.psycopg_any import get_adapters_template
 from django.db.utils import OperationalError
+from django.utils import timezone
 from psycopg import adapters as psycopg_adapters
 from psycopg.pq import Format
 
-from leasecheck.adapters.django import psycopg_errors, use_connection
+from leasecheck.adapters.django import django_clock, psycopg_errors, use_connection
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
 from tests import django_fixtures
@@ -211,3 +212,27 @@ def test_each_thread_gets_its_own_binding(conn: psycopg.Connection[Any], django_
             cursor.execute("select pg_backend_pid()")
             seen.append(cursor.fetchone()[0])
         assert seen == [other.info.backend_pid, conn.info.backend_pid]
+
+
+def test_djangos_clock_answers_simulated_now_in_the_block(conn: psycopg.Connection[Any]) -> None:
+    """timezone.now() is the connection's now() inside, read once; the real clock outside."""
+    clock.advance(conn, datetime.timedelta(seconds=42))
+    with django_clock(conn) as at:
+        assert timezone.now() == at == clock.EPOCH + datetime.timedelta(seconds=42)
+        assert timezone.now().tzinfo == datetime.UTC
+        clock.advance(conn, datetime.timedelta(seconds=1))
+        assert timezone.now() == at  # read once: the call's instant
+    assert abs(timezone.now() - datetime.datetime.now(datetime.UTC)) < datetime.timedelta(minutes=1)
+    clock.reset(conn)
+
+
+def test_djangos_clock_is_per_thread(conn: psycopg.Connection[Any]) -> None:
+    """Another thread's Django keeps the real clock while this one's block runs."""
+    seen: list[datetime.datetime] = []
+    with django_clock(conn) as at:
+        thread = threading.Thread(target=lambda: seen.append(timezone.now()))
+        thread.start()
+        thread.join()
+        assert timezone.now() == at
+    real = datetime.datetime.now(datetime.UTC)
+    assert abs(seen[0] - real) < datetime.timedelta(minutes=1)

@@ -23,7 +23,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck.adapters.django_tasks_db_queue import DjangoTasksDbQueue
 from leasecheck.dbfixtures import janitor
-from leasecheck.stateful import actors, clock
+from leasecheck.stateful import actors, clock, probe
 from leasecheck.stateful.contract import capabilities
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
@@ -110,11 +110,34 @@ def test_declarations() -> None:
     assert not caps.heartbeats and caps.maintain is None and caps.state is not None
     assert caps.one_claim_per_worker and not caps.held_transactions
     assert not caps.transactional_effects and not caps.revokes_expired
-    assert caps.advance_clock is not None  # its clock is the client's, and moves nothing
+    assert caps.advance_clock is None  # its clock is Django's, run at simulated now()
+
+
+def test_its_timestamps_are_simulated_time(conn: psycopg.Connection[Any]) -> None:
+    """Django's clock answers the call's now(): enqueued, started and finished on it."""
+    q = DjangoTasksDbQueue()
+    job = q.enqueue(conn, {})
+    clock.advance(conn, timedelta(seconds=5))
+    claim = q.claim(conn, "w0", LEASE)
+    assert claim is not None
+    clock.advance(conn, timedelta(seconds=7))
+    assert q.complete(conn, claim, _never)
+    stamps = conn.execute(
+        "select enqueued_at - %s, started_at - %s, finished_at - %s "
+        "from django_tasks_database_dbtaskresult where id = %s",
+        [clock.EPOCH, clock.EPOCH, clock.EPOCH, job],
+    ).fetchone()
+    assert stamps == (timedelta(0), timedelta(seconds=5), timedelta(seconds=12))
+
+
+def test_the_clock_probe_lets_it_through(conn: psycopg.Connection[Any]) -> None:
+    """Its claim reads simulated time (through Django's clock), so the probe asks no more."""
+    assert probe.clock_problem(DjangoTasksDbQueue(), conn) is None
 
 
 def test_tasks_come_out_in_enqueue_order(conn: psycopg.Connection[Any]) -> None:
-    """Equal priority: the oldest enqueued first (the model's ordering), every time."""
+    """Equal priority: the oldest enqueued first (the model's ordering); tasks enqueued at
+    one simulated instant come out as they were inserted, every time."""
     q = DjangoTasksDbQueue()
     enqueued = [q.enqueue(conn, {"n": n}) for n in range(4)]
     claimed = []

@@ -57,19 +57,17 @@ contract (read from django-tasks-db 0.13.0's `models.py`,
   django-tasks' `TaskResultStatus`: `READY` is queued, `RUNNING` running,
   `SUCCESSFUL` done, `FAILED` failed.
 - Revocation: nothing ever ends an execution (`revokes_expired = False`).
-- Time: django-tasks-db's clock is the client's. It takes every timestamp in Python
-  (`timezone.now()`: `claim()`'s `started_at`, `finished_at`, `enqueued_at` by
-  `auto_now_add`, and the bound of `ready()`'s `run_after__lte`) and never says
-  `now()` in SQL, so simulated time reaches none of it. Nothing it decides depends
-  on that clock here: jobs have no `run_after` (stored as the far future, which
-  `ready()` takes as due at once) and nothing reads `started_at`. So
-  `advance_clock` is declared and moves nothing: there is no lease on any clock to
-  move. (The clock probe asks a claim to read `now()`, since a lease end cannot be
-  written otherwise; this claim writes none, and the declaration says its clock is
-  its own, on purpose.)
+- Time: django-tasks-db's clock is Django's, `timezone.now()`, the client's: it stamps
+  `started_at` (`claim()`), `finished_at` (`set_successful`, `set_failed`) and
+  `enqueued_at` (`auto_now_add`) with it and bounds `ready()`'s `run_after__lte` by it,
+  and never says `now()` in SQL. Every call runs inside `django_clock(conn)`
+  (`leasecheck.adapters.django`), so that clock answers the call's simulated `now()`,
+  read on the call's connection, as every other timestamp of the harness does. Nothing
+  compares `started_at`, and these tasks have no `run_after` (stored as the far future,
+  which `ready()` takes as due at once), so no decision of the library moves with it.
 
 Django runs on the harness's connection through `leasecheck.adapters.django`
-(`ENGINE`, `use_connection`): every ORM statement, migration and `atomic` block of
+(`ENGINE`, `use_connection`, `django_clock`): every ORM statement, migration and `atomic` block of
 django-tasks-db is its own, on the connection the call got; Django's errors are
 re-raised as the psycopg errors under them, so a cut connection reads as one. On
 import, the module configures Django with `ENGINE`, django-tasks and django-tasks-db
@@ -81,6 +79,8 @@ settings must provide the same.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -92,7 +92,7 @@ from django.apps import apps
 from django.conf import settings
 from psycopg import Connection, sql
 
-from leasecheck.adapters.django import ENGINE, psycopg_errors, use_connection
+from leasecheck.adapters.django import ENGINE, django_clock, psycopg_errors, use_connection
 from leasecheck.stateful.contract import (
     DONE,
     FAILED,
@@ -182,6 +182,13 @@ class Execution:
     result: DBTaskResult = field(compare=False, repr=False)
 
 
+@contextmanager
+def _call(conn: Connection[Any]) -> Iterator[None]:
+    """One contract call: Django on `conn`, its clock at `conn`'s `now()`, psycopg's errors."""
+    with psycopg_errors(), use_connection(conn), django_clock(conn):
+        yield
+
+
 def _worker(worker_id: str) -> Worker:
     """Return `db_worker`'s Worker as `manage.py db_worker --worker-id ID` builds it."""
     return Worker(
@@ -219,14 +226,14 @@ class DjangoTasksDbQueue:
 
     def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> str:
         """`leasecheck_job.enqueue(**payload)`: the backend's `enqueue` inserts a READY row."""
-        with psycopg_errors(), use_connection(conn):
+        with _call(conn):
             result = leasecheck_job.enqueue(**payload)
         return str(result.id)
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Execution | None:
         """One turn of `Worker.run`'s claim (db_worker.py:110-132), with its own calls."""
         w = _worker(worker)
-        with psycopg_errors(), use_connection(conn):
+        with _call(conn):
             tasks = DBTaskResult.objects.ready().filter(backend_name=w.backend_name)
             if not w.process_all_queues:
                 tasks = tasks.filter(queue_name__in=w.queue_names)
@@ -251,9 +258,6 @@ class DjangoTasksDbQueue:
             result=task_result,
         )
 
-    def advance_clock(self, conn: Connection[Any], delta: timedelta) -> None:
-        """Nothing to move: django-tasks-db writes no lease (see the module docstring)."""
-
     def heartbeat(self, conn: Connection[Any], claim: Execution, lease: timedelta) -> bool:
         """django-tasks-db has no heartbeat (`heartbeats = False`): nothing to extend."""
         return False
@@ -262,7 +266,7 @@ class DjangoTasksDbQueue:
         """`Worker.run_task` on the claimed row; return the status it left on it."""
         said = _FAILURE.set(failure)
         try:
-            with psycopg_errors(), use_connection(conn):
+            with _call(conn):
                 _worker(claim.worker).run_task(claim.result)
         finally:
             _FAILURE.reset(said)
