@@ -1,15 +1,19 @@
 """The `leasecheck` command: check a queue, replay a saved failure, draw a history.
 
-    leasecheck check QUEUE | --sql FILE.sql [-n N] [--pg-dsn DSN] [--profile P] [-- ARGS]
-    leasecheck replay FILE.json [--queue QUEUE] [--pg-dsn DSN]
+    leasecheck check [QUEUE | --sql FILE.sql] [-n N] [--leasecheck-* ...] [-- PYTEST ARGS]
+    leasecheck replay FILE.json [--queue QUEUE | --sql FILE.sql] [--pg-dsn DSN]
     leasecheck judge FILE.json
     leasecheck svg FILE.json [-o OUT.svg]
     leasecheck explore QUEUE [--workers 2] [--jobs 1] [--moves 3] [--preemptions 1]
 
 `check` runs the property tests through pytest, isolated from the current project's
-pytest configuration, and exits 0 only when every property holds. `replay` runs a
-saved program step by step against a queue (by default the one that failed),
-exits 1 if a property breaks and saves that failure's files in .leasecheck/. `judge`
+pytest configuration but for leasecheck's own settings in it (`leasecheck_queue`,
+`leasecheck_regressions`), takes every `--leasecheck-*` option of the pytest plugin
+(and its environment variables), passes what follows `--` to pytest, and exits 0
+only when every property holds. SIGINT or SIGTERM stops that run, its server and its
+files (exit 130 or 143). `replay` runs a saved program step by step against a queue
+(by default the one that failed, a `.sql` queue's file included), exits 1 if a
+property breaks and saves that failure's files in the failure directory. `judge`
 judges a saved failure's facts again with this leasecheck's oracle, without a queue
 or a database, and exits 1 if a property breaks. Failures of the command itself exit
 2 with one line.
@@ -18,22 +22,39 @@ or a database, and exits 1 if a property breaks. Failures of the command itself 
 from __future__ import annotations
 
 import argparse
+import configparser
+import contextlib
+import ctypes
+import functools
 import json
 import os
+import shlex
+import signal
 import subprocess
 import sys
+import time
+import tomllib
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import leasecheck
-from leasecheck import explore
+from leasecheck import explore, options, outdir, plugin
 from leasecheck.adapters.sqlfile_queue import SqlFileError, SqlFileQueue
-from leasecheck.dbfixtures import janitor, servers
-from leasecheck.stateful import actors, clock, contract, profiles, replay, svg
+from leasecheck.dbfixtures import embedded, janitor, servers
+from leasecheck.dbfixtures import plugin as dbplugin
+from leasecheck.stateful import actors, clock, contract, replay, svg
 from leasecheck.stateful.judge import rejudge
 from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.properties import PropertyViolated
 
-SQL_QUEUE = "leasecheck.adapters.sqlfile_queue:from_env"
+SQL_QUEUE = plugin.SQL_QUEUE
+STOP_WITHIN = 30.0
+"""Seconds an interrupted run may take to stop before the command kills it."""
+_ALIASES = {"--leasecheck-pg-dsn": ("--pg-dsn",), "--leasecheck-profile": ("--profile",)}
+_OWN = {"--leasecheck-queue", "--leasecheck-pg-dsn", "--leasecheck-regressions"}
+"""Options `check` passes on itself (the queue, the DSN through the environment, the
+regressions directory resolved against the project's configuration)."""
 
 
 class _Usage(Exception):
@@ -55,6 +76,22 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def _plugin_options() -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+    """Return the pytest plugin's options, as it declares them."""
+    found: list[tuple[tuple[str, ...], dict[str, Any]]] = []
+
+    def add(*flags: str, **attrs: Any) -> None:
+        found.append((flags, attrs))
+
+    options.declare_options(add)
+    dbplugin.declare_options(add)
+    return found
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="leasecheck", description="Property tests for PostgreSQL job queues with leases."
@@ -62,23 +99,51 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=leasecheck.__version__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    check = commands.add_parser("check", help="run the properties against a queue")
-    which = check.add_mutually_exclusive_group(required=True)
-    which.add_argument("queue", nargs="?", metavar="QUEUE", help="the queue as module:attr")
-    which.add_argument("--sql", type=Path, metavar="FILE", help="a queue written as one .sql file")
-    check.add_argument("-n", dest="workers", default="auto", help="pytest-xdist processes (auto)")
-    _server_options(check)
+    check = commands.add_parser(
+        "check",
+        help="run the properties against a queue",
+        description="Run leasecheck's property tests against a queue, in a pytest of their "
+        "own: isolated from the project's pytest configuration, except for leasecheck_queue "
+        "and leasecheck_regressions in it. Every --leasecheck-* option of the pytest plugin "
+        "is accepted here (below), as are their environment variables; whatever follows "
+        "`--` is passed to pytest as it is. Exits 0 when every property holds, 1 when one "
+        "breaks, 130/143 when stopped by SIGINT/SIGTERM (the run, its server and its files "
+        "are stopped and removed first), 2 for a usage error.",
+        usage="leasecheck check [QUEUE | --sql FILE] [-n N] [--leasecheck-OPTION VALUE ...] "
+        "[-- PYTEST ARGS]",
+        allow_abbrev=False,
+    )
     check.add_argument(
-        "--profile", choices=sorted(profiles.PROFILES), default=profiles.default(),
-        help="search budget (default: $LEASECHECK_PROFILE, else ci under $CI, else dev)",
-    )  # fmt: skip
+        "queue",
+        nargs="?",
+        metavar="QUEUE",
+        help="the queue as module:attr (default: --leasecheck-queue, $LEASECHECK_QUEUE, "
+        "then leasecheck_queue in the project's pytest configuration)",
+    )
+    check.add_argument("--sql", type=Path, metavar="FILE", help="a queue written as one .sql file")
+    check.add_argument("-n", dest="workers", default="auto", help="pytest-xdist processes (auto)")
+    options = check.add_argument_group("the pytest plugin's options (also as --leasecheck-X=VALUE)")
+    for flags, attrs in _plugin_options():
+        given = {k: v for k, v in attrs.items() if k != "default"}
+        options.add_argument(
+            *flags, *_ALIASES.get(flags[0], ()), dest=_dest(flags[0]), default=argparse.SUPPRESS,
+            **given,
+        )  # fmt: skip
     check.set_defaults(run=_check)
 
     again = commands.add_parser("replay", help="replay a saved failure step by step")
     again.add_argument("file", type=Path, metavar="FILE.json")
     again.add_argument("--queue", help="replay against this queue (default: the one that failed)")
-    again.add_argument("--sql", type=Path, metavar="FILE", help="replay against a .sql queue")
+    again.add_argument(
+        "--sql", type=Path, metavar="FILE",
+        help="replay against a .sql queue (default: the file the failure records)",
+    )  # fmt: skip
     _server_options(again)
+    again.add_argument(
+        "--leasecheck-dir", type=Path, metavar="DIR",
+        default=Path(os.environ.get("LEASECHECK_DIR", ".leasecheck")),
+        help="where a failure's files go (default: $LEASECHECK_DIR or .leasecheck)",
+    )  # fmt: skip
     again.set_defaults(run=_replay)
 
     rejudge = commands.add_parser("judge", help="judge a saved failure's facts again")
@@ -95,32 +160,212 @@ def _parser() -> argparse.ArgumentParser:
 
 def _server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--pg-dsn", default=os.environ.get("LEASECHECK_DSN"),
+        "--pg-dsn", "--leasecheck-pg-dsn", dest="pg_dsn", default=os.environ.get("LEASECHECK_DSN"),
         help="your PostgreSQL server (default: $LEASECHECK_DSN, else an embedded one)",
     )  # fmt: skip
+
+
+# ------------------------------------------------------------------------ check
 
 
 def _check(args: argparse.Namespace) -> int:
     """Run the property tests in a pytest of their own; return pytest's exit code."""
     env = dict(os.environ)
-    spec = args.queue
-    if args.sql is not None:
-        env["LEASECHECK_SQL_QUEUE"] = _sql_file(args.sql)
-        spec = SQL_QUEUE
+    project = _project_config(Path.cwd())
+    spec = _queue(args, env, project)
+    given = vars(args)
+    if "leasecheck_pg_dsn" in given:
+        env["LEASECHECK_DSN"] = given["leasecheck_pg_dsn"]  # not in argv, where `ps` shows it
     package_root = Path(leasecheck.__file__).resolve().parent.parent
     command = [
         sys.executable, "-m", "pytest",
         "-c", os.devnull, "--rootdir", str(package_root),  # not the current project's config
         "-p", "no:cacheprovider", "-ra",
         "--pyargs", "leasecheck.suite",
-        "--leasecheck-queue", spec,
-        "--leasecheck-profile", args.profile,
         "-n", str(args.workers),
-        "--leasecheck-dir", str(Path(".leasecheck").resolve()),
     ]  # fmt: skip
-    if args.pg_dsn:
-        command += ["--leasecheck-pg-dsn", args.pg_dsn]
-    return subprocess.call([*command, *args.pytest_args], env=env)
+    if spec is not None:
+        command.append(f"--leasecheck-queue={spec}")
+    regressions = given.get("leasecheck_regressions")
+    regressions = regressions or _ini_path(project, "leasecheck_regressions")
+    if regressions:
+        command.append(f"--leasecheck-regressions={regressions}")
+    for flags, attrs in _plugin_options():
+        if flags[0] in _OWN or _dest(flags[0]) not in given:
+            continue
+        value = given[_dest(flags[0])]
+        for one in value if attrs.get("action") == "append" else [value]:
+            command.append(f"{flags[0]}={one}")  # the `=` form: never taken for a test path
+    return _run_pytest([*command, *args.pytest_args], env)
+
+
+def _queue(args: argparse.Namespace, env: dict[str, str], project: _Config | None) -> str | None:
+    """Return the queue to pass on (None: the environment names it); raise _Usage if none."""
+    named = [
+        (where, value)
+        for where, value in (
+            ("QUEUE", args.queue),
+            ("--leasecheck-queue", getattr(args, "leasecheck_queue", None)),
+            ("--sql", args.sql),
+        )
+        if value
+    ]
+    if len(named) > 1:
+        raise _Usage(f"name the queue once: {' and '.join(w for w, _ in named)} both name one")
+    if args.sql is not None:
+        env["LEASECHECK_SQL_QUEUE"] = _sql_file(args.sql)
+        return SQL_QUEUE
+    if named:
+        return str(named[0][1])
+    if env.get("LEASECHECK_QUEUE"):
+        return None
+    ini = _ini_value(project, "leasecheck_queue")
+    if ini:
+        return ini
+    raise _Usage(
+        "name the queue under test: leasecheck check module:attr, --sql FILE.sql, "
+        "LEASECHECK_QUEUE=module:attr, or leasecheck_queue in the project's pytest "
+        "configuration (pyproject.toml [tool.pytest.ini_options], pytest.ini, ...)"
+    )
+
+
+class _Config:
+    """The project's pytest configuration file, as far as leasecheck's settings go."""
+
+    def __init__(self, path: Path, values: dict[str, Any]) -> None:
+        self.path = path
+        self.values = values
+
+
+_SECTIONS = {
+    "pytest.toml": ("toml", ("pytest",)),
+    ".pytest.toml": ("toml", ("pytest",)),
+    "pytest.ini": ("ini", "pytest"),
+    ".pytest.ini": ("ini", "pytest"),
+    "pyproject.toml": ("toml", ("tool", "pytest")),
+    "tox.ini": ("ini", "pytest"),
+    "setup.cfg": ("ini", "tool:pytest"),
+}
+"""The files pytest reads its configuration from, in the order it looks for them."""
+
+
+def _project_config(start: Path) -> _Config | None:
+    """Return the configuration pytest would read for a run started in `start`."""
+    for base in (start, *start.parents):
+        for name, (kind, where) in _SECTIONS.items():
+            path = base / name
+            if not path.is_file():
+                continue
+            values = _read_config(path, kind, where)
+            if values is not None:
+                return _Config(path, values)
+            if name in ("pytest.ini", ".pytest.ini"):
+                return _Config(path, {})  # pytest.ini counts even when it is empty
+    return None
+
+
+def _read_config(path: Path, kind: str, where: object) -> dict[str, Any] | None:
+    try:
+        if kind == "ini":
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read(path, encoding="utf-8")
+            assert isinstance(where, str)
+            return dict(parser[where]) if parser.has_section(where) else None
+        data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, configparser.Error, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    assert isinstance(where, tuple)
+    for key in where:
+        data = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    ini_options = data.get("ini_options")
+    return {**data, **ini_options} if isinstance(ini_options, dict) else data
+
+
+def _ini_value(project: _Config | None, name: str) -> str | None:
+    value = None if project is None else project.values.get(name)
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return str(value).strip() or None if value is not None else None
+
+
+def _ini_path(project: _Config | None, name: str) -> str | None:
+    """Return a `paths` setting's first path, relative to the file that sets it."""
+    if project is None or name not in project.values:
+        return None
+    value = project.values[name]
+    words = shlex.split(value) if isinstance(value, str) else [str(v) for v in value]
+    if not words:
+        return None
+    path = project.path.parent / words[0]
+    with contextlib.suppress(ValueError):
+        return str(path.relative_to(Path.cwd()))
+    return str(path)
+
+
+def _run_pytest(command: list[str], env: dict[str, str]) -> int:
+    """Run pytest in a process group of its own, pass SIGINT and SIGTERM on to it, and
+    return its exit code (128 + the signal when one stopped it).
+
+    In its own group, a terminal's Ctrl-C reaches only this command, which passes it
+    on to the whole run once; on Linux the run is also told (SIGTERM) if this command
+    dies. A run that does not stop within STOP_WITHIN seconds is killed, and what it
+    left behind (its embedded server) reaped.
+    """
+    if os.name != "posix":  # pragma: no cover - no process groups to manage
+        return subprocess.call(command, env=env)
+    received: list[tuple[int, float]] = []
+    setup = functools.partial(_own_group, os.getpid())
+    child = subprocess.Popen(command, env=env, preexec_fn=setup)
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        received.append((signum, time.monotonic()))
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    killed = False
+    try:
+        while True:
+            try:
+                code = child.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if received and not killed and time.monotonic() > received[0][1] + STOP_WITHIN:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                killed = True
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if not received:
+        return code
+    embedded.reap()  # what a killed run left
+    dbplugin.reap_run_dirs()
+    first = received[0][0]
+    name = signal.Signals(first).name
+    if killed:
+        print(
+            f"leasecheck check: stopped by {name}; the run did not end within "
+            f"{STOP_WITHIN:.0f} s, so it was killed and its server removed",
+            file=sys.stderr,
+        )
+    elif code != 2:  # pytest said nothing of the interruption (it ended as it came)
+        print(f"leasecheck check: stopped by {name}", file=sys.stderr)
+    return 128 + first
+
+
+def _own_group(parent: int) -> None:
+    """In the child, before pytest starts: a process group of its own, and on Linux a
+    SIGTERM when the command that started it dies (even by SIGKILL)."""
+    os.setpgid(0, 0)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _sql_file(path: Path) -> str:
@@ -142,13 +387,19 @@ def _replay(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise _Usage(str(exc)) from None
     spec = args.queue or saved.queue_spec
+    if args.queue and args.sql is not None:
+        raise _Usage("name the queue once: --queue and --sql both name one")
     if args.sql is not None:
-        os.environ["LEASECHECK_SQL_QUEUE"] = _sql_file(args.sql)
-        spec = SQL_QUEUE
+        spec = f"{plugin.SQL_SPEC}{_sql_file(args.sql)}"
     if not spec:
         raise _Usage(f"{args.file} does not say which queue failed: pass --queue module:attr")
+    if spec == SQL_QUEUE and not os.environ.get("LEASECHECK_SQL_QUEUE"):
+        raise _Usage(
+            f"{args.file} was recorded on a .sql queue without saying which file (by an "
+            "older leasecheck): pass --sql FILE.sql"
+        )
     try:
-        queue = contract.load(spec)
+        queue = _load(spec, args.file)
         server = servers.resolve("embedded", args.pg_dsn, "")
     except (contract.ContractError, servers.ServerUnavailable) as exc:
         raise _Usage(str(exc)) from None
@@ -157,21 +408,45 @@ def _replay(args: argparse.Namespace) -> int:
     try:
         with janitor.temporary(server.dsn, "replay") as dsn:
             clock.prepare(dsn, queue)
-            return _run(Harness(queue=queue, pool=actors.Pool(dsn), spec=spec), saved)
+            harness = Harness(queue=queue, pool=actors.Pool(dsn), spec=spec)
+            return _run(harness, saved, args.leasecheck_dir)
     finally:
         server.stop()
 
 
-def _run(harness: Harness, saved: replay.Saved) -> int:
+def _load(spec: str, file: Path) -> contract.Queue:
+    """Return the queue `spec` names: module:attr, or sql:PATH as a failure file records it."""
+    if not spec.startswith(plugin.SQL_SPEC):
+        return contract.load(spec)
+    path = Path(spec[len(plugin.SQL_SPEC) :])
+    if not path.is_file():
+        raise _Usage(
+            f"{file} was recorded on the SQL queue {path}, which is not there (from "
+            f"{Path.cwd()}): run from where it was recorded, or pass --sql FILE.sql"
+        )
+    try:
+        return SqlFileQueue(path)
+    except SqlFileError as exc:
+        raise _Usage(str(exc)) from None
+
+
+def _run(harness: Harness, saved: replay.Saved, out: Path) -> int:
     harness.reset()
     try:
         done = replay.replay(harness, saved.steps)
     except PropertyViolated as error:
         print(str(error))
-        out = Path(".leasecheck")
+        created = not out.exists()
         for path in harness.recorder.write(out, harness.queue.name, harness.spec):
             if path.suffix == ".json":
                 print(f"leasecheck: saved {path} (and .txt, .svg beside it)")
+        if created:
+            outdir.mark_as_ours(out)
+        return 1
+    except contract.ContractError as error:
+        print(f"leasecheck: the queue broke the contract, so no property was judged: {error}")
+        for note in getattr(error, "__notes__", ()):
+            print(note)
         return 1
     finally:
         harness.pool.close()

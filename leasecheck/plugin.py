@@ -2,16 +2,21 @@
 
 Installing leasecheck registers this plugin, and it stays inert: it adds
 `--leasecheck-*` options and `leasecheck_*` fixtures and does nothing more (no
-server, no queue import, no files) unless the run collects leasecheck's property
-tests, the ones `leasecheck.suite` holds (`from leasecheck.suite import *` in a test
-file, or `pytest --pyargs leasecheck.suite`). Then it loads the queue the run names,
-splits the search into shards, and a failure leaves its files in `--leasecheck-dir`.
+server, no queue import, no files, no output) unless the run collects leasecheck's
+property tests, the ones `leasecheck.suite` holds (`from leasecheck.suite import *`
+in a test file, or `pytest --pyargs leasecheck.suite`). Then it loads the queue the
+run names, splits the search into shards, shows progress, and a failure leaves its
+files in `--leasecheck-dir` and is reported once, as its story: a broken property
+(whichever shards found it), a committed failure that breaks again, or a queue that
+broke the contract.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +24,43 @@ import pytest
 from hypothesis import settings
 
 from leasecheck import exercised, shards
+from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.dbfixtures import plugin as dbplugin
+from leasecheck.dbfixtures.redact import Dsn
+from leasecheck.items import PROPERTIES_TEST, SUITE
+from leasecheck.items import is_suite as _is_suite
+from leasecheck.items import param as _param
+from leasecheck.options import (  # noqa: F401  (hooks: registered from this module)
+    _equals_form,
+    declare_options,
+    option_names,
+    pytest_addoption,
+    pytest_load_initial_conftests,
+)
+from leasecheck.outdir import (
+    _ExamplesOf,
+    _out_dir,
+    _out_existed,
+    mark_as_ours,
+    pytest_configure_node,  # noqa: F401  (a hook)
+)
+from leasecheck.reports import (
+    _not_after_a_contract_error,
+    _progress,
+    _progress_key,
+    _Reports,
+    _run,
+    _run_key,
+    pytest_runtest_makereport,  # noqa: F401  (a hook)
+)
 from leasecheck.stateful import actors, clock, contract, probe, profiles, properties
 from leasecheck.stateful.machine import Harness
 
-SUITE = "leasecheck.suite"
+SQL_QUEUE = "leasecheck.adapters.sqlfile_queue:from_env"
+SQL_SPEC = "sql:"
+"""How a failure of a `.sql` queue named through `$LEASECHECK_SQL_QUEUE` records it:
+`sql:PATH`, which `leasecheck replay` loads without the variable."""
 QUEUE_HELP = (
     "name the queue under test: pytest --leasecheck-queue module:attr, "
     'LEASECHECK_QUEUE=module:attr, or leasecheck_queue = "module:attr" under '
@@ -36,65 +72,6 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Bring in the database half of the plugin (servers and databases) with this one."""
     if not pluginmanager.is_registered(dbplugin):
         pluginmanager.register(dbplugin, "leasecheck.dbfixtures")
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("leasecheck", "leasecheck: property tests for job queues")
-    group.addoption(
-        "--leasecheck-queue",
-        metavar="MODULE:ATTR",
-        help="the queue under test: a class, a zero-argument factory or an instance "
-        "(default: $LEASECHECK_QUEUE, then the leasecheck_queue ini option)",
-    )
-    parser.addini("leasecheck_queue", "leasecheck: the queue under test, as module:attr")
-    group.addoption(
-        "--leasecheck-excuse",
-        action="append",
-        default=[p for p in os.environ.get("LEASECHECK_EXCUSE", "").split(",") if p],
-        metavar="PROPERTY",
-        help="stop judging this property, to see the next violation (repeatable; "
-        "$LEASECHECK_EXCUSE, comma-separated)",
-    )
-    group.addoption(
-        "--leasecheck-dir",
-        default=os.environ.get("LEASECHECK_DIR", ".leasecheck"),
-        metavar="DIR",
-        help="where a failing run writes its program, history and pictures, and the dev "
-        "profile keeps failing examples (default: $LEASECHECK_DIR or .leasecheck)",
-    )
-    group.addoption(
-        "--leasecheck-profile",
-        default=profiles.default(),
-        choices=sorted(profiles.PROFILES),
-        help="search budget: dev, ci (derandomized) or deep (default: $LEASECHECK_PROFILE, "
-        "else ci when $CI is set, else dev)",
-    )
-    group.addoption(
-        "--leasecheck-shards",
-        type=int,
-        default=shards.DEFAULT_COUNT,
-        metavar="S",
-        help=f"split the property run into S test items with seeds of their own, so "
-        f"-n auto fills the cores (default: {shards.DEFAULT_COUNT})",
-    )
-    group.addoption(
-        "--leasecheck-shard",
-        default=os.environ.get("LEASECHECK_SHARD"),
-        metavar="I/N",
-        help="run only this machine's part of the shards, for a CI matrix of N machines "
-        "(1-based; default: $LEASECHECK_SHARD, else all)",
-    )
-    group.addoption(
-        "--leasecheck-regressions",
-        metavar="DIR",
-        help="replay every failure file (*.json) in DIR as a test of its own (default: "
-        "the leasecheck_regressions ini option)",
-    )
-    parser.addini(
-        "leasecheck_regressions",
-        "leasecheck: directory of failure files to replay as tests (relative to this file)",
-        type="paths",
-    )
 
 
 # -------------------------------------------------------------- the queue under test
@@ -136,9 +113,22 @@ def _load_queue(config: pytest.Config) -> contract.Queue:
     return found
 
 
+def recorded_spec(spec: str, queue: contract.Queue) -> str:
+    """Return how a failure file records the queue: its spec, or `sql:PATH` for a `.sql`
+    queue named through `$LEASECHECK_SQL_QUEUE` (the variable is not in the file)."""
+    if spec != SQL_QUEUE or not isinstance(queue, SqlFileQueue):
+        return spec
+    path = queue.path.resolve()
+    with contextlib.suppress(ValueError):
+        path = path.relative_to(Path.cwd())
+    return f"{SQL_SPEC}{path}"
+
+
 def excused(config: pytest.Config) -> frozenset[str]:
-    """Return the properties `--leasecheck-excuse` takes out of judgement."""
-    return frozenset(config.getoption("--leasecheck-excuse"))
+    """Return the properties `--leasecheck-excuse` takes out of judgement (each option
+    may be a comma-separated list, as $LEASECHECK_EXCUSE is)."""
+    given: list[str] = config.getoption("--leasecheck-excuse") or []
+    return frozenset(p.strip() for value in given for p in value.split(",") if p.strip())
 
 
 def _check_options(config: pytest.Config) -> None:
@@ -149,16 +139,13 @@ def _check_options(config: pytest.Config) -> None:
             f"choose from {', '.join(properties.ALL)}"
         )
     regressions = _regressions_dir(config)
-    if regressions is not None and not regressions.is_dir():
+    if regressions is not None and regressions.exists() and not regressions.is_dir():
         raise Unusable(
-            f"leasecheck: the regressions directory {regressions} does not exist; create it "
-            "or correct --leasecheck-regressions / leasecheck_regressions"
+            f"leasecheck: the regressions directory {regressions} is a file; name a "
+            "directory in --leasecheck-regressions / leasecheck_regressions"
         )
     try:
-        shards.select(
-            config.getoption("--leasecheck-shards"),
-            shards.parse_slice(config.getoption("--leasecheck-shard")),
-        )
+        _shards(config)
     except shards.ShardError as exc:
         raise Unusable(f"leasecheck: {exc}") from None
 
@@ -171,6 +158,20 @@ def _regressions_dir(config: pytest.Config) -> Path | None:
     return ini[0] if ini else None
 
 
+def _forced_seed(config: pytest.Config) -> object | None:
+    """Return `--hypothesis-seed`, if given (None without Hypothesis's pytest plugin)."""
+    forced: object | None = config.getoption("--hypothesis-seed", None)
+    return forced
+
+
+def _shards(config: pytest.Config) -> list[shards.Shard]:
+    return shards.select(
+        config.getoption("--leasecheck-shards"),
+        shards.parse_slice(config.getoption("--leasecheck-shard")),
+        _forced_seed(config),
+    )
+
+
 # ------------------------------------------------------------------------ collection
 
 
@@ -178,10 +179,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config = metafunc.config
     if "leasecheck_shard" in metafunc.fixturenames:
         try:
-            chosen = shards.select(
-                config.getoption("--leasecheck-shards"),
-                shards.parse_slice(config.getoption("--leasecheck-shard")),
-            )
+            chosen = _shards(config)
         except shards.ShardError:
             chosen = []  # reported once, as a usage error, when collection ends
         metafunc.parametrize("leasecheck_shard", chosen, ids=[s.id for s in chosen])
@@ -198,15 +196,29 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("leasecheck_gap", gaps, ids=[g.split(":")[0] for g in gaps])
     if "leasecheck_regression" in metafunc.fixturenames:
         directory = _regressions_dir(config)
-        files: list[Path | None] = [*sorted(directory.glob("*.json"))] if directory else []
+        files: list[Path | None] = []
+        if directory is not None and directory.is_dir():
+            files = [*sorted(directory.glob("*.json"))]
         files = files or [None]
         ids = [f.stem if f else "none" for f in files]
         metafunc.parametrize("leasecheck_regression", files, ids=ids)
 
 
-def _is_suite(item: pytest.Item) -> bool:
-    function = getattr(item, "function", None)
-    return getattr(function, "__module__", None) == SUITE
+def _no_files_reason(config: pytest.Config) -> str | None:
+    """Say why no failure file is replayed, when a directory was named (None otherwise:
+    the suite's own skip says how to name one)."""
+    directory = _regressions_dir(config)
+    if directory is None:
+        return None
+    if not directory.exists():
+        return (
+            f"leasecheck: the regressions directory {directory} does not exist yet: create "
+            "it and commit failure files (.leasecheck/*.json) there to replay them on every run"
+        )
+    return (
+        f"leasecheck: no failure files in {directory} yet: commit one there "
+        "(.leasecheck/*.json) to replay it on every run"
+    )
 
 
 @pytest.hookimpl(trylast=True)
@@ -215,9 +227,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     A problem is one usage error: raised here without xdist, and handed to the
     controller by each xdist worker (a worker's error would print as a crash).
+    `--collect-only` starts no server.
     """
-    facts: dict[str, Any] = {"needs_server": dbplugin.needs_server(items)}
-    if any(_is_suite(item) for item in items):
+    collect_only = bool(config.getoption("collectonly"))
+    facts: dict[str, Any] = {"needs_server": dbplugin.needs_server(items) and not collect_only}
+    suite = [item for item in items if _is_suite(item)]
+    if suite:
         try:
             _check_options(config)
             queue = _load_queue(config)
@@ -228,11 +243,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 facts["queue"] += f"; not judged: {', '.join(sorted(excused(config)))}"
         except Unusable as exc:
             facts["error"] = str(exc)
+        reason = _no_files_reason(config)
+        for item in suite:
+            if reason and _param(item, "leasecheck_regression", ...) is None:
+                item.add_marker(pytest.mark.skip(reason=reason))
+        if not collect_only:
+            dbplugin.catch_signals(config)
     if hasattr(config, "workerinput"):
         if facts != {"needs_server": False}:
             dbplugin.report_collection(config, facts)
         return
     _act_on(config, facts)
+    if suite and "queue" in facts and not collect_only:
+        _run(config).start(config, len([i for i in suite if i.name.startswith(PROPERTIES_TEST)]))
     if facts["needs_server"]:
         dbplugin.start_server(config)
         _probe_clock(config, facts)
@@ -243,6 +266,9 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """Act on a worker's collection before xdist schedules its first test."""
     facts = dbplugin.collected_facts(node.config, node.gateway.id)
     _act_on(node.config, facts)
+    if "queue" in facts:
+        dbplugin.catch_signals(node.config)
+        _run(node.config).start(node.config, sum(f"::{PROPERTIES_TEST}[" in i for i in ids))
     if facts.get("needs_server"):
         dbplugin.share_server(node.config)
         _probe_clock(node.config, facts)
@@ -303,20 +329,43 @@ def leasecheck_installed_dsn(leasecheck_database: str, leasecheck_queue: contrac
     return leasecheck_database
 
 
+@dataclass(repr=False)
+class _Harness(Harness):
+    """The harness, shown without its pool (whose DSN may hold a password), counting examples."""
+
+    counted: Callable[[], None] | None = None
+
+    def __repr__(self) -> str:
+        return f"Harness(queue={self.queue.name!r}, spec={self.spec!r})"
+
+    def reset(self) -> None:
+        super().reset()
+        if self.counted is not None:
+            self.counted()  # the machine resets once after every example
+
+
 @pytest.fixture
 def leasecheck_harness(
-    leasecheck_installed_dsn: str, leasecheck_queue: contract.Queue, pytestconfig: pytest.Config
+    leasecheck_installed_dsn: str,
+    leasecheck_queue: contract.Queue,
+    pytestconfig: pytest.Config,
+    request: pytest.FixtureRequest,
 ) -> Iterator[Harness]:
     """Return a harness on this worker's database, reset for a new run of the machine."""
+    shard = _param(request.node, "leasecheck_shard")
+    if shard is not None:
+        _not_after_a_contract_error(pytestconfig)
     named = queue_spec(pytestconfig)
     pool = actors.Pool(leasecheck_installed_dsn)
-    harness = Harness(
+    harness = _Harness(
         queue=leasecheck_queue,
         pool=pool,
         excused=excused(pytestconfig),
-        spec=named[0] if named else "",
+        spec=recorded_spec(named[0], leasecheck_queue) if named else "",
     )
     harness.reset()
+    if shard is not None:
+        harness.counted = _progress(pytestconfig).example
     try:
         yield harness
     finally:
@@ -324,17 +373,73 @@ def leasecheck_harness(
 
 
 @pytest.fixture
-def leasecheck_out(pytestconfig: pytest.Config) -> Path:
-    """Return the directory failure files go to (created only when one is written)."""
-    return Path(pytestconfig.getoption("--leasecheck-dir"))
+def leasecheck_out(pytestconfig: pytest.Config) -> Iterator[Path]:
+    """Return the directory failure files go to (created only when one is written; a
+    directory leasecheck creates gets a `.gitignore` of `*`)."""
+    out = _out_dir(pytestconfig)
+    existed = _out_existed(pytestconfig)
+    yield out
+    if not existed:
+        mark_as_ours(out)
 
 
 @pytest.fixture
-def leasecheck_budget(pytestconfig: pytest.Config, leasecheck_out: Path) -> settings:
-    """Return the Hypothesis settings of the chosen profile."""
-    return profiles.budget(
-        pytestconfig.getoption("--leasecheck-profile"), leasecheck_out / "examples"
-    )
+def leasecheck_budget(
+    pytestconfig: pytest.Config,
+    leasecheck_out: Path,
+    leasecheck_queue: contract.Queue,
+    request: pytest.FixtureRequest,
+) -> settings:
+    """Return the Hypothesis settings of the chosen profile, for this shard.
+
+    With `--hypothesis-seed` the run is seeded (derandomized, each shard with a seed
+    of its own derived from it, `leasecheck_shard.seed`); otherwise a profile that
+    keeps failing examples keeps them under keys of this queue and this shard.
+    """
+    whole = profiles.budget(pytestconfig.getoption("--leasecheck-profile"), None)
+    if _forced_seed(pytestconfig) is not None:
+        return settings(whole, derandomize=True, database=None)
+    if whole.derandomize:
+        return whole
+    shard = _param(request.node, "leasecheck_shard")
+    named = queue_spec(pytestconfig)
+    scope = f"{named[0] if named else ''}|{leasecheck_queue.name}|{shard.id if shard else ''}"
+    examples = _ExamplesOf(leasecheck_out, scope, created=not _out_existed(pytestconfig))
+    return settings(whole, database=examples)
+
+
+def pytest_assertrepr_compare(
+    config: pytest.Config, op: str, left: object, right: object
+) -> list[str] | None:
+    """Compare a DSN (`leasecheck_database`, ...) without showing its password: pytest's
+    own explanation would diff the two strings, password and all."""
+    if not isinstance(left, Dsn) and not isinstance(right, Dsn):
+        return None
+    return [f"{_shown(left)} {op} {_shown(right)}", "(leasecheck: a DSN's password is not shown)"]
+
+
+def _shown(value: object) -> str:
+    return repr(value)[:200]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Catch SIGINT and SIGTERM from the start of a run that names leasecheck's tests itself
+    (`--pyargs leasecheck.suite`, as `leasecheck check` runs them)."""
+    config.pluginmanager.register(_Reports(config), f"leasecheck-reports-{id(config)}")
+    if SUITE in config.args and not config.getoption("collectonly"):
+        dbplugin.catch_signals(config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if _run_key in config.stash:
+        _run(config).finish()
+    if _progress_key in config.stash:
+        _progress(config).flush()
+    ran = _run_key in config.stash or _progress_key in config.stash
+    if ran and not _out_existed(config) and _out_dir(config).is_dir():
+        mark_as_ours(_out_dir(config))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -2,13 +2,16 @@
 
 A single test item runs on a single core, so a user's `pytest -n auto` could not
 go faster than one process. Shard k of S gets 1/S of the profile's examples and a
-seed of its own (derived from k, so a derandomized profile stays the same run every
-time); `--leasecheck-shard I/N` keeps every N-th shard, so a CI matrix fans one run
-out over N machines without two machines exploring the same seed.
+seed of its own: derived from k, so a derandomized profile stays the same run every
+time, or from k and `--hypothesis-seed N` when one is given, so N picks another run
+and every shard still explores a part of its own. `--leasecheck-shard I/N` keeps
+every N-th shard, so a CI matrix fans one run out over N machines without two
+machines exploring the same seed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from dataclasses import dataclass
@@ -27,6 +30,8 @@ class Shard:
 
     index: int
     count: int
+    base: object | None = None
+    """The run's own seed (`--hypothesis-seed`), if one was given."""
 
     @property
     def id(self) -> str:
@@ -34,7 +39,11 @@ class Shard:
 
     @property
     def seed(self) -> int:
-        return _BASE_SEED + self.index
+        """This shard's seed: one of its own, from the run's seed when there is one."""
+        if self.base is None:
+            return _BASE_SEED + self.index
+        digest = hashlib.sha256(f"leasecheck/{self.base}/{self.index}".encode()).digest()
+        return int.from_bytes(digest[:8], "big")
 
     def budget(self, whole: settings) -> settings:
         """Return `whole` cut to this shard's share of the examples."""
@@ -61,11 +70,12 @@ def parse_slice(text: str | None) -> tuple[int, int] | None:
     return int(match[1]), int(match[2])
 
 
-def select(count: int, part: tuple[int, int] | None) -> list[Shard]:
-    """Return the shards of a run of `count`, or only those of machine I of N."""
+def select(count: int, part: tuple[int, int] | None, base: object | None = None) -> list[Shard]:
+    """Return the shards of a run of `count` (seeded from `base`, if given), or only
+    those of machine I of N."""
     if count < 1:
         raise ShardError(f"--leasecheck-shards {count}: give at least 1")
-    shards = [Shard(k, count) for k in range(count)]
+    shards = [Shard(k, count, base) for k in range(count)]
     if part is None:
         return shards
     i, n = part

@@ -101,7 +101,9 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
         run()
         return
     except ContractError as error:
-        unusable: str | None = str(error)  # not a verdict: nothing the queue did can be judged
+        # Not a verdict: nothing the queue did can be judged. The notes are the program
+        # that got there.
+        unusable: str | None = "\n".join([str(error), *getattr(error, "__notes__", ())])
     except (PropertyViolated, BaseExceptionGroup) as error:
         broken = _violations(error)
         if broken is None:

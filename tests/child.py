@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+TIMEOUT = 120.0
+"""Seconds `run` gives a child session to end."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,9 @@ def command(*args: str, rootdir: Path | None = None) -> list[str]:
     return [*argv, *args]
 
 
-def run(argv: list[str], tmp: Path, cwd: Path = REPO, timeout: float = 120, **env: str) -> Finished:
+def run(
+    argv: list[str], tmp: Path, cwd: Path = REPO, timeout: float = TIMEOUT, **env: str
+) -> Finished:
     """Run a child session to its end and return its exit code and output."""
     done = subprocess.run(
         argv,
@@ -102,8 +106,14 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def start(argv: list[str], tmp: Path, cwd: Path = REPO, **env: str) -> subprocess.Popen[str]:
-    """Start a child session and return it still running (its output is piped)."""
+def start(
+    argv: list[str], tmp: Path, cwd: Path = REPO, group: bool = False, **env: str
+) -> subprocess.Popen[str]:
+    """Start a child session and return it still running (its output is piped).
+
+    With `group`, in a process group of its own, so that a test can end every process
+    of it at once (`os.killpg(child.pid, ...)`), xdist's workers included.
+    """
     return subprocess.Popen(
         argv,
         cwd=cwd,
@@ -112,6 +122,7 @@ def start(argv: list[str], tmp: Path, cwd: Path = REPO, **env: str) -> subproces
         stderr=subprocess.STDOUT,
         text=True,
         preexec_fn=_interruptible,
+        process_group=0 if group else None,
     )
 
 

@@ -42,7 +42,12 @@ def test_a_call_nothing_could_block_runs_at_once(
     """With no transaction held open and no call in flight, the call runs on the
     caller's own thread: no hand-off to the session's."""
     a, b = pair
-    future = actors.submit(pool, a, lambda c: (_lock(c), threading.current_thread())[1], [a, b])
+
+    def lock_and_say_where(c: psycopg.Connection[Any]) -> threading.Thread:
+        _lock(c)
+        return threading.current_thread()
+
+    future = actors.submit(pool, a, lock_and_say_where, [a, b])
     assert future.result() is threading.current_thread()
 
 

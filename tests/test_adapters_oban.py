@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import timedelta
 from importlib.metadata import version
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -20,7 +20,7 @@ pytest.importorskip(
 from leasecheck.adapters.oban_queue import ObanQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
-from leasecheck.stateful.contract import capabilities
+from leasecheck.stateful.contract import Claim, capabilities
 
 LEASE = timedelta(seconds=30)
 RELEASE = tuple(int(p) for p in version("oban").split(".")[:3])
@@ -55,6 +55,11 @@ def _state(conn: psycopg.Connection[Any], job_id: object) -> str:
     return str(row[0])
 
 
+def _attempt(claim: Claim) -> int:
+    """The claim's attempt: oban's token is its row's (attempt, attempted_at)."""
+    return cast(tuple[int, str], claim.token)[0]
+
+
 def _stall(conn: psycopg.Connection[Any]) -> None:
     """Let rescue_after (the lease) run out."""
     clock.advance(conn, LEASE + timedelta(seconds=1))
@@ -85,7 +90,7 @@ def test_round_trip_enqueue_claim_complete(conn: psycopg.Connection[Any]) -> Non
     job = q.enqueue(conn, {"n": 1})
     assert q.state(conn, job) == "queued"
     claim = q.claim(conn, "a", LEASE)
-    assert claim is not None and claim.job_id == job and claim.token[0] == 1
+    assert claim is not None and claim.job_id == job and _attempt(claim) == 1
     assert q.state(conn, job) == "running"
     assert q.claim(conn, "b", LEASE) is None
     assert q.complete(conn, claim, _never)
@@ -180,7 +185,7 @@ def test_failures_retry_until_max_attempts_then_discard(conn: psycopg.Connection
     for _ in range(3):
         claim = q.claim(conn, "a", LEASE)
         assert claim is not None
-        attempts.append(claim.token[0])
+        attempts.append(_attempt(claim))
         assert q.fail(conn, claim, "boom")
         assert q.state(conn, job) in ("queued", "failed")
     assert attempts == [1, 2, 3]
@@ -207,7 +212,7 @@ def _stale_failure_at_the_cap(q: ObanQueue, conn: psycopg.Connection[Any]) -> tu
     _stall(conn)
     q.maintain(conn)
     owner = q.claim(conn, "b", LEASE)
-    assert stale is not None and owner is not None and owner.token[0] == 2
+    assert stale is not None and owner is not None and _attempt(owner) == 2
     late = q.fail(conn, stale, "late")
     assert late is (RELEASE < (0, 7, 0))  # 0.7.0 fences the ack; 0.6.x take it
     behind = q.enqueue(conn, {})

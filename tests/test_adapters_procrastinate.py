@@ -13,7 +13,6 @@ pytest.importorskip(
     "procrastinate", reason="procrastinate is not installed: pip install 'procrastinate==3.10.*'"
 )
 
-from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck.adapters.procrastinate_queue import ProcrastinateQueue
 from leasecheck.dbfixtures import janitor
@@ -21,7 +20,7 @@ from leasecheck.stateful import actors, clock
 from leasecheck.stateful.contract import capabilities
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import derandomized
+from tests.fixtures import derandomized, run_state_machine_as_test
 
 LEASE = timedelta(seconds=30)
 GIVEN_UP = frozenset({"fencing", "exclusive-lease", "owner-progress", "late-owner"})

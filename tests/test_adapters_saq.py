@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -18,7 +19,10 @@ pytest.importorskip("saq", reason="saq is not installed: pip install 'saq[postgr
 
 from leasecheck.adapters.saq_queue import QUEUE, SaqQueue
 from leasecheck.dbfixtures import janitor
-from leasecheck.stateful import clock, contract
+from leasecheck.stateful import actors, clock, contract, replay
+from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.properties import PropertyViolated
+from tests.fixtures import derandomized, run_state_machine_as_test
 
 LEASE = timedelta(seconds=30)
 TICK = timedelta(microseconds=1)
@@ -139,7 +143,7 @@ def test_a_heartbeating_worker_keeps_its_job(conn: psycopg.Connection[Any]) -> N
     assert claim is not None
     for _ in range(6):
         clock.advance(conn, timedelta(seconds=10))
-        assert q.heartbeat(conn, claim, LEASE) is None  # fire and forget
+        q.heartbeat(conn, claim, LEASE)  # fire and forget: saq answers None
         q.maintain(conn)
     assert q.state(conn, key) == "running"
     assert q.claim(conn, "b", LEASE) is None
@@ -245,3 +249,46 @@ def test_a_stale_heartbeat_rewrites_the_new_owners_blob(conn: psycopg.Connection
     q.heartbeat(conn, stale, LEASE)
     row = _job(conn, owner.job_id)
     assert (row["status"], row["worker_id"], row["attempts"]) == ("active", "a", 1)
+
+
+GIVEN_UP = frozenset(
+    {"single-completion", "fencing", "exclusive-lease", "retry-cap", "no-lost-jobs"}
+)
+"""What saq 0.26.4 breaks, all one bug (its sweep's given-up execution writes by key):
+docs/findings/saq-0.26.4.md. no-lost-jobs is the double completion seen at the end."""
+BUDGET = derandomized(100)
+FOUND = sorted(
+    (Path(__file__).parent.parent / "matrix/results/counterexamples/saq-0.26.4").glob("*.json")
+)
+"""The matrix's counterexamples (python -m matrix --only saq-0.26.4): one seed's 100
+examples of 30 steps do not reach the story (a stall past the heartbeat, a sweep and a
+second claim before the stale worker wakes); the `ci` profile's eight shards did."""
+
+
+@pytest.fixture
+def pool(adapter_dsn: str) -> Iterator[actors.Pool]:
+    """Return the machine's connection pool on the adapter's database."""
+    pool = actors.Pool(adapter_dsn)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("path", FOUND, ids=[p.stem for p in FOUND])
+def test_the_matrix_counterexamples_replay(pool: actors.Pool, path: Path) -> None:
+    """Each committed counterexample, replayed step by step, breaks its property again."""
+    saved = replay.load(path)
+    assert saved.prop == path.stem and saved.prop in GIVEN_UP
+    harness = Harness(queue=SaqQueue(), pool=pool, excused=GIVEN_UP - {saved.prop})
+    harness.reset()
+    with pytest.raises(PropertyViolated) as caught:
+        replay.replay(harness, saved.steps)
+    assert caught.value.violation.prop == saved.prop, caught.value.violation
+
+
+def test_saq_keeps_every_other_property(pool: actors.Pool) -> None:
+    """With those excused, a fixed budget finds no leaked effect and no refused owner."""
+    harness = Harness(queue=SaqQueue(), pool=pool, excused=GIVEN_UP)
+    harness.reset()
+    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)

@@ -55,8 +55,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ]
     built = subprocess.run(pip, capture_output=True, text=True, check=False)
     assert built.returncode == 0, built.stdout + built.stderr
-    (built,) = out.glob("leasecheck-*.whl")
-    return built
+    (wheel,) = out.glob("leasecheck-*.whl")
+    return wheel
 
 
 @pytest.fixture(scope="module")

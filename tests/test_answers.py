@@ -53,7 +53,10 @@ def _broken(method: str, breaks: Callable[[Any], Any]) -> contract.Queue:
     def call(self: Any, conn: Any, *args: Any) -> Any:
         return breaks(conn)
 
-    return type(f"Broken_{method}", (ReferenceQueue,), {"name": "broken", method: call})()
+    broken: type[ReferenceQueue] = type(
+        f"Broken_{method}", (ReferenceQueue,), {"name": "broken", method: call}
+    )
+    return broken()
 
 
 def _replay(queue: contract.Queue, pool: actors.Pool, steps: list[Step]) -> replay.Replayed:

@@ -165,20 +165,84 @@ def test_missing_queue_module_stops_the_run_in_one_line(tmp_path: Path) -> None:
     )
 
 
-def test_a_missing_regressions_directory_stops_the_run_in_one_line(tmp_path: Path) -> None:
-    """Committed counterexamples named at a directory that is not there are not silently
-    zero: the run says so."""
+def test_a_missing_regressions_directory_is_a_skip_that_says_so(
+    tmp_path: Path, leasecheck_server_dsn: str
+) -> None:
+    """README's `leasecheck_regressions` line, before its directory exists: the regression
+    test is skipped with the directory named and what to do, and the run goes on."""
+    done = _session(
+        tmp_path,
+        "--leasecheck-queue",
+        "leasecheck.reference.queue:ReferenceQueue",
+        "--leasecheck-regressions",
+        "no-such-dir",
+        f"--leasecheck-pg-dsn={leasecheck_server_dsn}",
+        "-k",
+        "regression",
+        "-rs",
+        test="suite",
+    )
+    assert done.returncode == 0, done.output
+    assert "1 skipped" in done.lines[-1], done.output
+    assert "the regressions directory no-such-dir does not exist yet: create it" in done.output
+    assert not (tmp_path / "no-such-dir").exists(), "a run creates no regressions directory"
+
+
+def test_a_regressions_path_that_is_a_file_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    """A file where the directory should be is a mistake worth stopping for."""
+    (tmp_path / "regressions.json").write_text("{}")
     _one_line(
         _session(
             tmp_path,
             "--leasecheck-queue",
             "leasecheck.reference.queue:ReferenceQueue",
             "--leasecheck-regressions",
-            "no-such-dir",
+            "regressions.json",
             test="suite",
         ),
-        "the regressions directory no-such-dir does not exist",
+        "the regressions directory regressions.json is a file",
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "unknown"),
+    [
+        (["--leasecheck-excuse", "fencing,bogus"], "bogus"),
+        (["--leasecheck-excuse", "fencing", "--leasecheck-excuse", "retry-cap, nope"], "nope"),
+    ],
+)
+def test_an_unknown_property_in_an_excuse_list_is_named(
+    tmp_path: Path, given: list[str], unknown: str
+) -> None:
+    """`--leasecheck-excuse a,b` is read as the environment variable is: each name is checked."""
+    _one_line(
+        _session(
+            tmp_path,
+            "--leasecheck-queue",
+            "leasecheck.reference.queue:ReferenceQueue",
+            *given,
+            test="suite",
+        ),
+        f"--leasecheck-excuse {unknown}: no such property",
+    )
+
+
+def test_an_excuse_list_excuses_each_property(tmp_path: Path) -> None:
+    """Collected only (no server starts for --co): each property of the list is reported
+    as not checked, as with the option repeated."""
+    done = _session(
+        tmp_path,
+        "--leasecheck-queue",
+        "leasecheck.reference.queue:ReferenceQueue",
+        "--leasecheck-excuse",
+        "fencing, retry-cap",
+        "--co",
+        test="suite",
+    )
+    assert done.returncode == 0, done.output
+    assert "test_leasecheck_what_is_not_checked[fencing]" in done.output
+    assert "test_leasecheck_what_is_not_checked[retry-cap]" in done.output
+    assert "PostgreSQL" not in done.output, "--co started a server"
 
 
 @pytest.mark.parametrize("n", ["0", "2"])

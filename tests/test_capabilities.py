@@ -14,14 +14,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from hypothesis.stateful import run_state_machine_as_test
 from psycopg import Connection
 
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract
 from leasecheck.stateful.contract import Claim, Effect
 from leasecheck.stateful.machine import Harness, LeaseMachine
-from tests.fixtures import derandomized
+from tests.fixtures import derandomized, run_state_machine_as_test
 
 BUDGET = derandomized(150)
 IN_TRANSACTION = psycopg.pq.TransactionStatus.INTRANS
@@ -101,6 +100,7 @@ def test_without_the_declarations_the_recorder_sees_both(reference_pool: actors.
 
 def test_held_calls_that_are_not_calls_are_refused() -> None:
     queue = ReferenceQueue()
+    # The reference declares no held_calls: the test gives it one, wrong, to be refused.
     queue.held_calls = frozenset({"complete", "finish"})  # type: ignore[attr-defined]
     with pytest.raises(contract.ContractError, match="held_calls names finish"):
         contract.capabilities(queue)
@@ -114,6 +114,8 @@ class Silent(ReferenceQueue):
 
     def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
         super().heartbeat(conn, claim, lease)
+        # contract.Queue annotates heartbeat as answering bool, yet a fire-and-forget one
+        # (heartbeat_answers = False) answers None, as the contract's docs allow.
         return None  # type: ignore[return-value]
 
 

@@ -13,6 +13,7 @@ from leasecheck.stateful.core import Harness
 from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
+from mutants.naive import Naive
 
 STORY = [
     Step("start", {"workers": 2}),
@@ -20,10 +21,8 @@ STORY = [
     Step("asleep", {"how": Stall(worker=0, alone=False, then="complete")}),
 ]
 
-Naive: Any = type(contract.load(mutants.ALL["naive"]))
 
-
-class NaiveOnce(Naive):  # type: ignore[misc,valid-type]
+class NaiveOnce(Naive):
     """The naive queue for its first few completions in this process, the reference's
     fencing after: its bug lives outside the database, which the contract forbids."""
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
-from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
 from leasecheck import cli
@@ -22,7 +21,7 @@ from leasecheck.stateful import actors, contract
 from leasecheck.stateful.judge import rejudge, token_value
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import derandomized
+from tests.fixtures import derandomized, run_state_machine_as_test
 
 FIND = derandomized(300)
 # One mutant per kind of fact: effect rows, a heartbeat, a failure report, the

@@ -1,6 +1,8 @@
 """A session leaves no server and no database behind: passing, failing, interrupted or killed.
 
-SIGTERM (a cancelled CI job) counts as an interruption, as SIGINT does.
+SIGTERM (a cancelled CI job) counts as an interruption, as SIGINT does. A session
+killed outright (SIGKILL) cannot clean up: what it left (its embedded server, the
+xdist run directory) is reaped by the next session that starts a server.
 
 Each test runs a tiny throwaway test file in a child pytest with the suite's
 plugins, then looks for what outlived it: processes of the embedded server the
@@ -10,7 +12,9 @@ this session uses) and databases carrying the child's own label.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import secrets
 import signal
 import subprocess
@@ -131,3 +135,35 @@ def test_a_session_leaves_no_server_and_no_database(
             if d.startswith(f"leasecheck_{label}")
         ]
         assert left == []
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_what_a_killed_session_left_is_reaped_by_the_next(
+    workers: str, tmp_path: Path, child_tmp: Path
+) -> None:
+    """SIGKILL leaves the server running and its directory in place; the next session
+    that starts a server kills it and deletes what it wrote, and leaves nothing itself."""
+    (tmp_path / "test_throwaway.py").write_text(_THROWAWAY)
+    marker, tmp = tmp_path / "marker.json", child_tmp
+    argv = child.command("test_throwaway.py", "-n", workers, rootdir=tmp_path)
+    env = {"LEAK_MARKER": str(marker), "LEAK_LABEL": f"leak{secrets.token_hex(3)}"}
+    killed = child.start(argv, tmp, cwd=tmp_path, group=True, LEAK_MODE="sigkill", **env)
+    try:
+        _wait_for(marker, killed)
+        killed.kill()  # the controller only: xdist's workers, if any, go on alone
+        killed.communicate(timeout=60)
+        (root,) = tmp.glob("leasecheck-pg-*")  # under xdist only the controller knew it
+        pid = int((root / "data" / "postmaster.pid").read_text().split()[0])
+        assert _alive(pid), "nothing was left to reap"
+        if workers == "2":
+            assert list(tmp.glob("leasecheck-run-*")), "xdist's run directory was not left"
+        marker.unlink()
+        done = child.run(argv, tmp, cwd=tmp_path, LEAK_MODE="pass", **env)
+        assert done.returncode == 0, done.output
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(killed.pid, signal.SIGKILL)
+    assert not _alive(pid), f"the killed session's postmaster {pid} still runs"
+    assert not root.exists()
+    assert child.processes_under(tmp) == []
+    assert [p.name for p in tmp.iterdir() if not p.name.startswith("pytest-of-")] == []

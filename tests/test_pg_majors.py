@@ -13,10 +13,10 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
-from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
 from leasecheck.dbfixtures import debian, embedded, janitor
@@ -26,7 +26,7 @@ from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import ALL, PropertyViolated
 from matrix import majors, report, runs, targets
 from tests import child
-from tests.fixtures import derandomized
+from tests.fixtures import derandomized, run_state_machine_as_test
 
 OLDER = 15
 CACHE = Path(__file__).resolve().parent.parent / ".leasecheck"
@@ -93,6 +93,7 @@ def test_a_mutant_dies_on_15(older_pool: actors.Pool) -> None:
     harness.reset()
     with pytest.raises(PropertyViolated) as caught:
         run_state_machine_as_test(lambda: LeaseMachine(harness), settings=QUICK)
+    # `expected` is the mutants' own declaration, which contract.Queue does not list.
     assert caught.value.violation.prop in queue.expected  # type: ignore[attr-defined]
 
 
@@ -137,7 +138,7 @@ def _results(out: Path, postgres: str, verdicts: dict[str, runs.Verdicts]) -> No
         report.Column(next(t for t in targets.TARGETS if t.name == name), None, v, 1.0)
         for name, v in verdicts.items()
     ]
-    meta = {"date": "2026-12-01 00:00 UTC", "postgres": postgres, "profile": "ci"}
+    meta: dict[str, Any] = {"date": "2026-12-01 00:00 UTC", "postgres": postgres, "profile": "ci"}
     meta |= {"python": "3.11", "seconds": 1.0}
     out.mkdir(parents=True, exist_ok=True)
     (out / "conformance.json").write_text(report.as_json(columns, meta, [{} for _ in columns]))
@@ -219,7 +220,9 @@ def test_the_plugin_takes_the_older_major(
     argv = child.command("test_version.py", "-s", "--leasecheck-pg=embedded-15", rootdir=tmp_path)
     with child.scratch() as tmp:
         bin_dir = str(older_install.bin_dir)
-        done = child.run(argv, tmp, cwd=tmp_path, **{debian.variable(OLDER): bin_dir})
+        done = child.run(
+            argv, tmp, cwd=tmp_path, timeout=child.TIMEOUT, **{debian.variable(OLDER): bin_dir}
+        )
         assert child.processes_under(tmp) == [], "the session left its server running"
     assert done.returncode == 0, done.output
     assert done.lines[0].startswith(f"leasecheck: PostgreSQL {older_install.version} ("), (
@@ -236,7 +239,9 @@ def test_the_plugin_says_why_a_major_cannot_be_had(tmp_path: Path) -> None:
     empty.mkdir()
     argv = child.command("test_version.py", "--leasecheck-pg=embedded-9", rootdir=tmp_path)
     with child.scratch() as tmp:
-        done = child.run(argv, tmp, cwd=tmp_path, **{debian.variable(9): str(empty)})
+        done = child.run(
+            argv, tmp, cwd=tmp_path, timeout=child.TIMEOUT, **{debian.variable(9): str(empty)}
+        )
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.output
     assert done.lines == [
         f"ERROR: leasecheck: the embedded PostgreSQL did not start: {empty} has no postgres, "

@@ -35,7 +35,9 @@ def pool(reference_dsn: str) -> Iterator[actors.Pool]:
 def _two_statements(conn: psycopg.Connection[Any]) -> int:
     with conn.transaction():
         conn.execute(XACT_LOCK)
-        return int(conn.execute("select 7").fetchone()[0])  # type: ignore[index]
+        row = conn.execute("select 7").fetchone()
+        assert row is not None
+        return int(row[0])
 
 
 def test_a_parked_call_holds_its_transaction_until_resumed(pool: actors.Pool) -> None:

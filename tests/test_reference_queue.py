@@ -141,7 +141,8 @@ def test_fail_retries_until_the_cap_then_fails_for_good(db: psycopg.Connection[A
     job = queue.enqueue(db, {})
     first = queue.claim(db, "a", LEASE)
     assert first is not None and queue.fail(db, first, "boom") is True
-    assert queue.job(db, job)["status"] == "queued"  # type: ignore[index]
+    row = queue.job(db, job)
+    assert row is not None and row["status"] == "queued"
     second = queue.claim(db, "a", LEASE)
     assert second is not None and queue.fail(db, second, "boom again") is True
     row = queue.job(db, job)

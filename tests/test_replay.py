@@ -7,7 +7,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
 from leasecheck.stateful import actors, contract, replay
@@ -15,7 +14,7 @@ from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import REFERENCE, derandomized
+from tests.fixtures import REFERENCE, derandomized, run_state_machine_as_test
 
 sys.path.insert(0, str(Path(__file__).with_name("data") / "myqueue"))  # a correct queue
 

@@ -15,7 +15,6 @@ from typing import Any
 import psycopg
 import pytest
 from hypothesis import settings
-from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck import cli
 from leasecheck.adapters.sqlfile_queue import ENV, SqlFileError, SqlFileQueue, from_env
@@ -26,7 +25,7 @@ from leasecheck.stateful.contract import CALLS, Claim, capabilities, not_checked
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.units import LEASE as MACHINE_LEASE
-from tests.fixtures import derandomized
+from tests.fixtures import derandomized, run_state_machine_as_test
 
 FILES = Path(__file__).parent.parent / "leasecheck" / "adapters" / "sql"
 REFERENCE = FILES / "reference.sql"

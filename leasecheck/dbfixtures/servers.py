@@ -16,6 +16,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from leasecheck.dbfixtures import debian, embedded, janitor
+from leasecheck.dbfixtures.redact import Dsn, without_password
 
 SOURCES = ("embedded", "docker", "dsn")
 _MAJOR = re.compile(r"^embedded-(\d+)$")
@@ -29,7 +30,7 @@ class ServerUnavailable(RuntimeError):
 
 @dataclass
 class Server:
-    """A server the suite may create databases on."""
+    """A server the suite may create databases on (its repr hides the DSN's password)."""
 
     dsn: str
     source: str
@@ -84,7 +85,7 @@ def _reason(exc: psycopg.OperationalError) -> str:
 def from_dsn(dsn: str) -> Server:
     """Return the user's own server."""
     check_dsn(dsn)
-    return probe(Server(dsn=dsn, source="dsn"))
+    return probe(Server(dsn=Dsn(dsn), source="dsn"))
 
 
 def cache_dir() -> Path:
@@ -106,7 +107,9 @@ def from_embedded(major: int | None = None) -> Server:
             f"the embedded PostgreSQL did not start: {reason}; "
             "or pass --leasecheck-pg-dsn for a server you run"
         ) from None
-    return probe(Server(dsn=emb.dsn, source=f"embedded at {emb.root}", stop=emb.stop, embedded=emb))
+    return probe(
+        Server(dsn=Dsn(emb.dsn), source=f"embedded at {emb.root}", stop=emb.stop, embedded=emb)
+    )
 
 
 def from_docker(image: str) -> Server:
@@ -119,6 +122,9 @@ def from_docker(image: str) -> Server:
         ) from None
     try:
         container = PostgresContainer(image, driver=None)
+        # Trust, so that the DSN the run hands its workers needs no password (a throwaway
+        # server on a port of this machine; leasecheck writes no password down).
+        container.with_env("POSTGRES_HOST_AUTH_METHOD", "trust")
         container.start()
     except Exception as exc:
         reason = " ".join(str(exc).split())[:200]
@@ -126,8 +132,8 @@ def from_docker(image: str) -> Server:
             f"--leasecheck-pg=docker could not start {image} ({reason}): no Docker engine is "
             "reachable; start Docker, or drop --leasecheck-pg=docker to use the embedded server"
         ) from None
-    url = str(container.get_connection_url())
-    return probe(Server(dsn=url, source=f"docker {image}", stop=container.stop))
+    dsn = Dsn(without_password(str(container.get_connection_url())))
+    return probe(Server(dsn=dsn, source=f"docker {image}", stop=container.stop))
 
 
 def resolve(source: str, dsn: str | None, image: str) -> Server:

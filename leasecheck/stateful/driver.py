@@ -203,9 +203,10 @@ class Driver(Calls):
         with self._step():
             name = self._pick_name(self._preemptible(), pick)
             self.armed[name] = after
-            note = f"its next call of more statements pauses after statement {after}"
+            note = f"after statement {after}"
             self.history.add(self.now, name, "preempt", "event", note=note)
-            self.say(f"t={seconds(self.now)} {name}: {note}")
+            said = f"its next call of more statements pauses after statement {after}"
+            self.say(f"t={seconds(self.now)} {name}: {said}")
 
     def resume_call(self, pick: int) -> None:
         """A call paused between its statements goes on; it may answer, or block on a lock."""

@@ -13,13 +13,13 @@ import tempfile
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
 from leasecheck.dbfixtures import embedded, janitor
 from leasecheck.stateful import actors, clock, contract
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
+from tests.fixtures import run_state_machine_as_test
 
 FIXTURES = {
     "naive": "single-completion",

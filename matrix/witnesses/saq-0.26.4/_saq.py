@@ -392,6 +392,29 @@ async def stale_retry(s: Story) -> tuple[Row, tuple[int, str, int] | None, float
     return retried, await s.running(3), since
 
 
+async def owner_then_stale(s: Story) -> tuple[Row, Row] | None:
+    """After `swept`: B's execution 2 returns, then A's execution 1; return saq's writes of
+    the two completions (None, said, if either was not written)."""
+    mark = s.last_write()
+    s.release(2, "return")
+    own = await s.written(
+        "B's completion", mark, lambda w: w["status"] == "complete" and w["worker_id"] == "B"
+    )
+    if own is None or not await s.finished("B"):
+        say("worker B's completion of execution 2 was never written")
+        return None
+    say(f"worker B: execution 2 returned; saq's job.finish(COMPLETE) -> {s.write(own)}")
+    s.release(1, "return")
+    stale = await s.written(
+        "A's completion", own["n"], lambda w: w["completed"] and w["worker_id"] == "A"
+    )
+    if stale is None or not await s.finished("A"):
+        say("worker A's completion of execution 1 was never written")
+        return None
+    say(f"worker A: execution 1 returned; saq's job.finish(COMPLETE) -> {s.write(stale)}")
+    return own, stale
+
+
 def finish(witnessed: bool, sentence: str) -> int:
     say(("WITNESSED: " if witnessed else "NOT REPRODUCED: ") + sentence)
     return 0 if witnessed else 1

@@ -19,25 +19,12 @@ row records the stale attempt's completion (attempts=1, worker A, its result) in
 of B's, and saq counts two completions (`saq/queue/base.py` lines 307-308).
 """
 
-from _saq import Story, finish, run, say
+from _saq import Story, finish, owner_then_stale, run, say
 
 
 async def steps(s: Story) -> int:
-    mark = s.last_write()
-    s.release(2, "return")
-    own = await s.written(
-        "B's completion", mark, lambda w: w["status"] == "complete" and w["worker_id"] == "B"
-    )
-    if own is None or not await s.finished("B"):
-        return finish(False, "worker B's completion of execution 2 was never written")
-    say(f"worker B: execution 2 returned; saq's job.finish(COMPLETE) -> {s.write(own)}")
-    s.release(1, "return")
-    stale = await s.written(
-        "A's completion", own["n"], lambda w: w["completed"] and w["worker_id"] == "A"
-    )
-    if stale is None or not await s.finished("A"):
-        return finish(False, "worker A's completion of execution 1 was never written")
-    say(f"worker A: execution 1 returned; saq's job.finish(COMPLETE) -> {s.write(stale)}")
+    if await owner_then_stale(s) is None:
+        return finish(False, "the two completions were not both written")
     final = s.row()  # stable now: neither execution is running, nothing heartbeats
     counted = await s.counted("A", "complete", 1) and await s.counted("B", "complete", 1)
     stats = {w: v.get("complete") for w, v in s.stats().items()}

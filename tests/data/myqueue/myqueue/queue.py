@@ -7,8 +7,11 @@ by the next claim.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from datetime import timedelta
+from typing import Any
 
+from psycopg import Connection
 from psycopg.types.json import Jsonb
 
 SCHEMA = """
@@ -43,35 +46,41 @@ STATES = {"ready": "queued", "leased": "running", "done": "done", "dead": "faile
 
 FENCE = "where id = %(id)s and epoch = %(epoch)s and state = 'leased'"
 
+Claim = tuple[int, int, str]
+"""(task id, epoch, worker)."""
+
 
 class Queue:
     name = "myqueue"
     max_attempts = 3
     ordered_tokens = True
 
-    def install(self, conn):
+    def install(self, conn: Connection[Any]) -> None:
         conn.execute(SCHEMA)
 
-    def reset(self, conn):
+    def reset(self, conn: Connection[Any]) -> None:
         conn.execute("delete from mq_tasks")
 
-    def enqueue(self, conn, payload):
+    def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> int:
         row = conn.execute(
             "insert into mq_tasks (body, tries_max) values (%s, %s) returning id",
             (Jsonb(payload), self.max_attempts),
         ).fetchone()
-        return row[0]
+        assert row is not None, "insert ... returning gives its row"
+        return int(row[0])
 
-    def claim(self, conn, worker, lease: timedelta):
+    def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         row = conn.execute(CLAIM, {"worker": worker, "lease": lease}).fetchone()
         return None if row is None else (row[0], row[1], worker)
 
-    def heartbeat(self, conn, claim, lease):
+    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
         task, epoch, _ = claim
         sql = f"update mq_tasks set expires = now() + %(lease)s {FENCE} returning id"
         return self._one(conn, sql, {"lease": lease, "id": task, "epoch": epoch})
 
-    def complete(self, conn, claim, effect):
+    def complete(
+        self, conn: Connection[Any], claim: Claim, effect: Callable[[Connection[Any]], None]
+    ) -> bool:
         task, epoch, _ = claim
         sql = f"update mq_tasks set state = 'done', holder = null, expires = null {FENCE} returning id"  # noqa: E501
         with conn.transaction():
@@ -80,7 +89,7 @@ class Queue:
             effect(conn)
             return True
 
-    def fail(self, conn, claim, error):
+    def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
         task, epoch, _ = claim
         sql = (
             "update mq_tasks set state = case when epoch >= tries_max then 'dead' else 'ready' end,"
@@ -88,13 +97,14 @@ class Queue:
         )
         return self._one(conn, sql, {"id": task, "epoch": epoch})
 
-    def effect_key(self, claim):
+    def effect_key(self, claim: Claim) -> str:
         return f"mq-task-{claim[0]}"
 
-    def state(self, conn, task):
+    def state(self, conn: Connection[Any], task: int) -> str:
         row = conn.execute("select state from mq_tasks where id = %s", (task,)).fetchone()
+        assert row is not None, f"no task {task}"
         return STATES[row[0]]
 
     @staticmethod
-    def _one(conn, sql, params):
+    def _one(conn: Connection[Any], sql: str, params: Mapping[str, Any]) -> bool:
         return conn.execute(sql, params).fetchone() is not None

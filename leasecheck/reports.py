@@ -1,0 +1,328 @@
+"""A run's reports, once: a failure several shards find is told once, a contract error
+once per run, and progress lines while the property run goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leasecheck.dbfixtures import plugin as dbplugin
+from leasecheck.items import PROPERTIES_TEST
+from leasecheck.items import is_suite as _is_suite
+from leasecheck.items import param as _param
+from leasecheck.stateful import contract
+from leasecheck.stateful.properties import PropertyViolated
+
+PROGRESS_EVERY = 10.0
+"""Seconds between two progress lines of a property run."""
+
+
+# ------------------------------------------------------------------ reports, once
+
+
+_VIOLATION = "violation"
+_CONTRACT = "contract"
+_REGRESSION = "regression"
+_SAVED = re.compile(r"^leasecheck: saved (.+?\.json) ", re.MULTILINE)
+_PROP = re.compile(r"^\[([a-z-]+)\]")
+
+
+def _told(story: str) -> list[str]:
+    """Return the properties a story reports broken (its `[property] ...` lines)."""
+    return [m.group(1) for line in story.splitlines() if (m := _PROP.match(line))]
+
+
+def _failure_key(story: str) -> str:
+    """Return what names a reported failure: the file saved for the property it reports
+    first (files are named by queue, property and a hash of the program), else the line
+    that reports it."""
+    props = _told(story)
+    for path in _SAVED.findall(story):
+        if not props or f"-{props[0]}-" in Path(path).name:
+            return str(path)
+    lines = [line for line in story.splitlines() if _PROP.match(line)] or story.splitlines()
+    return lines[0] if lines else ""
+
+
+def _contract_error(error: BaseException | None) -> contract.ContractError | None:
+    """Return the ContractError `error` is or carries (in a group, or as its cause)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, contract.ContractError):
+            return error
+        if isinstance(error, BaseExceptionGroup):
+            for inner in error.exceptions:
+                found = _contract_error(inner)
+                if found is not None:
+                    return found
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _violation(error: BaseException) -> PropertyViolated | None:
+    if isinstance(error, PropertyViolated):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _violation(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _notes(error: BaseException) -> list[str]:
+    return [str(n) for n in getattr(error, "__notes__", ())]
+
+
+CONTRACT_FAILED = "leasecheck: contract error: "
+"""How `leasecheck.suite` fails a property shard whose queue broke the contract."""
+
+
+def _story(item: pytest.Item, error: BaseException) -> tuple[str, str, str] | None:
+    """Return (kind, key, text) of a failure of leasecheck's tests, told as a story, or
+    None for a failure whose traceback is the story (the queue's own exception)."""
+    shard = _param(item, "leasecheck_shard")
+    where = f" ({shard.id})" if shard is not None else ""
+    told = str(error.msg) if isinstance(error, pytest.fail.Exception) else None
+    if told is not None and told.startswith(CONTRACT_FAILED):
+        text = (
+            f"leasecheck: the queue broke the contract{where}, so no property was judged: "
+            f"{told[len(CONTRACT_FAILED) :]}"
+        )
+        return _CONTRACT, _CONTRACT, text
+    broken = _contract_error(error)
+    if broken is not None:
+        lines = [
+            f"leasecheck: the queue broke the contract{where}, so no property was judged: {broken}",
+            *_notes(broken),
+        ]
+        return _CONTRACT, _CONTRACT, "\n".join(lines)
+    if told is not None and item.name.startswith(PROPERTIES_TEST):
+        return _VIOLATION, _failure_key(told), told
+    regression = _param(item, "leasecheck_regression")
+    violated = _violation(error)
+    if regression is not None and violated is not None:
+        lines = [
+            str(violated),
+            *_notes(violated),
+            f"leasecheck: the committed failure {regression} breaks "
+            f"{violated.violation.prop} again; replay it with: leasecheck replay {regression}",
+        ]
+        return _REGRESSION, str(regression), "\n".join(lines)
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Tell a failure of leasecheck's tests as its story, without the traceback through
+    the harness (which would only repeat it, and show the harness's insides)."""
+    report = yield
+    if call.excinfo is None or not report.failed or not _is_suite(item):
+        return report
+    told = _story(item, call.excinfo.value)
+    if told is None:
+        return report
+    kind, key, text = told
+    report.longrepr = text
+    headline = next((line for line in text.splitlines() if _PROP.match(line)), text.splitlines()[0])
+    info = {"kind": kind, "key": key, "line": headline, "props": _told(text)}
+    report.leasecheck = info  # type: ignore[attr-defined]
+    if kind == _CONTRACT:
+        _remember_contract_error(item.config, item.name, text.splitlines()[0])
+    return report
+
+
+_contract_key = pytest.StashKey[dict[str, str]]()
+
+
+def _remember_contract_error(config: pytest.Config, test: str, line: str) -> None:
+    """Leave word that the queue broke the contract, so shards not yet begun are not run."""
+    found = {"test": test.split("[")[-1].rstrip("]"), "line": line}
+    config.stash.setdefault(_contract_key, found)
+    shared = dbplugin.run_dir(config)
+    if shared is not None and not (shared / "contract.json").exists():
+        with contextlib.suppress(OSError):
+            dbplugin.write_shared(shared / "contract.json", found)
+
+
+def _not_after_a_contract_error(config: pytest.Config) -> None:
+    found = None
+    shared = dbplugin.run_dir(config)
+    if shared is not None and (shared / "contract.json").exists():
+        with contextlib.suppress(OSError, ValueError):
+            found = json.loads((shared / "contract.json").read_text())  # the run's first
+    found = found or config.stash.get(_contract_key, None)
+    if found is not None:
+        pytest.skip(
+            f"leasecheck: not run: the queue broke the contract in {found['test']} "
+            "(reported there in full)"
+        )
+
+
+# ------------------------------------------------------------- progress, and once
+
+
+@dataclass
+class _Progress:
+    """What this process's shards have done, written where the controller reads it."""
+
+    config: pytest.Config
+    examples: int = 0
+    written: float = 0.0
+
+    def example(self) -> None:
+        self.examples += 1
+        shared = dbplugin.run_dir(self.config)
+        if shared is None or not hasattr(self.config, "workerinput"):
+            return
+        now = time.monotonic()
+        if now - self.written >= 1.0:
+            self.written = now
+            self.flush()
+
+    def flush(self) -> None:
+        shared = dbplugin.run_dir(self.config)
+        workerinput = getattr(self.config, "workerinput", None)
+        if shared is not None and workerinput is not None:
+            with contextlib.suppress(OSError):
+                path = shared / f"progress-{workerinput['workerid']}.json"
+                dbplugin.write_shared(path, {"examples": self.examples})
+
+
+_progress_key = pytest.StashKey[_Progress]()
+
+
+def _progress(config: pytest.Config) -> _Progress:
+    if _progress_key not in config.stash:
+        config.stash[_progress_key] = _Progress(config)
+    return config.stash[_progress_key]
+
+
+@dataclass
+class _RunState:
+    """The controller's view of a property run: what it reports once, and its progress."""
+
+    shards: int = 0
+    started: float = 0.0
+    done: set[str] = field(default_factory=set)
+    first: dict[str, str] = field(default_factory=dict)
+    """Each failure's key and the test that reported it in full."""
+    broken: dict[str, str] = field(default_factory=dict)
+    """Each violation's key and the properties it reports broken (comma-separated)."""
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    def start(self, config: pytest.Config, count: int) -> None:
+        if self.thread is not None or count == 0:
+            return
+        self.shards = count
+        self.started = time.monotonic()
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        self.thread = threading.Thread(
+            target=self._report, args=(config, reporter), name="leasecheck-progress", daemon=True
+        )
+        self.thread.start()
+
+    def _report(self, config: pytest.Config, reporter: Any) -> None:
+        """Every PROGRESS_EVERY seconds, one line, until a line has said every shard is done
+        (the run's other tests, if any, go on without them)."""
+        while not self.stop.wait(PROGRESS_EVERY):
+            with contextlib.suppress(Exception):  # never let a progress line end a run
+                writer = getattr(reporter, "_tw", None)
+                if getattr(writer, "width_of_current_line", 0):
+                    reporter.write("\n")  # after xdist's progress characters
+                reporter.write_line(self.line(config))
+            if len(self.done) >= self.shards:
+                return
+
+    def examples(self, config: pytest.Config) -> int:
+        total = _progress(config).examples
+        shared = dbplugin.run_dir(config)
+        if shared is not None:
+            for path in shared.glob("progress-*.json"):
+                with contextlib.suppress(OSError, ValueError):
+                    total += int(json.loads(path.read_text())["examples"])
+        return total
+
+    def line(self, config: pytest.Config) -> str:
+        seconds = time.monotonic() - self.started
+        examples = f"{self.examples(config):,} examples run"
+        props = sorted({p for told in self.broken.values() for p in told.split(",")})
+        found = (
+            f"{len(self.broken)} violation{'s' if len(self.broken) != 1 else ''} so far "
+            f"({', '.join(props)})"
+            if self.broken
+            else "no violation so far"
+        )
+        return (
+            f"leasecheck: {seconds:.0f} s: {examples}, {len(self.done)}/{self.shards} "
+            f"shards done, {found}"
+        )
+
+    def finish(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+
+
+_run_key = pytest.StashKey[_RunState]()
+
+
+def _run(config: pytest.Config) -> _RunState:
+    if _run_key not in config.stash:
+        config.stash[_run_key] = _RunState()
+    return config.stash[_run_key]
+
+
+class _Reports:
+    """In the process that prints (the controller under xdist), report each failure of
+    leasecheck's once: a failure several shards found, or a contract error every shard
+    met, is told in full by the first and in one line by the others; and count what
+    the progress line says."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        config = self.config
+        if hasattr(config, "workerinput") or _run_key not in config.stash:
+            return
+        state = _run(config)
+        if f"::{PROPERTIES_TEST}[" in report.nodeid and (
+            report.when == "teardown" or report.failed or report.skipped
+        ):
+            state.done.add(report.nodeid)
+        info = getattr(report, "leasecheck", None)
+        if not isinstance(info, dict) or report.when != "call" or not report.failed:
+            return
+        key = str(info.get("key", ""))
+        if info.get("kind") == _VIOLATION:
+            state.broken.setdefault(key, ",".join(info.get("props") or ["?"]))
+        first = state.first.setdefault(key, report.nodeid)
+        if first == report.nodeid:
+            return
+        name = first.rsplit("::", 1)[-1].split("[")[-1].rstrip("]")
+        if info.get("kind") == _CONTRACT:
+            report.longrepr = (
+                f"leasecheck: the queue broke the contract here too; told in full under {name}"
+            )
+        else:
+            report.longrepr = (
+                f"{info.get('line')}: the same failure as {name}, told in full there ({key})"
+            )
