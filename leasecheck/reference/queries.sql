@@ -109,9 +109,3 @@ select count(*) from receipts where job_id = %(id)s
 -- Read one job's bookkeeping.
 select id, payload, status, attempt, max_attempts, locked_by, lease_until, last_error
   from jobs where id = %(id)s
-
--- name: reset
--- Remove every job and receipt, and start the next example alike: TRUNCATE gives the
--- tables fresh files and restarts the ids, so a scan meets rows in the same order when
--- an example is replayed (after DELETE, that order depends on earlier examples).
-truncate receipts, jobs restart identity

@@ -17,6 +17,7 @@ import psycopg
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
+from leasecheck import tables
 from leasecheck.stateful.contract import BatchEffect, Claim, Effect
 from leasecheck.stateful.sqlfile import load
 
@@ -72,7 +73,7 @@ class ReferenceQueue:
             conn.execute((HERE / "schema.sql").read_text())
 
     def reset(self, conn: Connection[Any]) -> None:
-        conn.execute(_sql("reset"))
+        tables.empty(conn, "receipts", "jobs")
 
     def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> int:
         text = json.dumps(payload)

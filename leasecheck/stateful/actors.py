@@ -269,7 +269,7 @@ class Pool:
         )
 
 
-def clean(conn: Connection[Any], settings: str = "") -> None:
+def clean(conn: Connection[Any], then: str = "") -> None:
     """Clear what a queue may leave on a session, so the next example starts alike.
 
     What DISCARD ALL does, but for DEALLOCATE ALL (psycopg keeps its own prepared
@@ -278,9 +278,9 @@ def clean(conn: Connection[Any], settings: str = "") -> None:
     disable the sweeps of every later example), settings back to the connection's
     defaults (the simulated clock's search_path is one, set at connect), cursors
     closed, temporary tables and sequence state dropped, nothing listened to; then the
-    harness's own `settings`, in the same round trip.
+    harness's own statements `then` (its settings, say), in the same round trip.
     """
-    conn.execute(QUERIES["clean_session"].text + (f";\n{settings}" if settings else ""))
+    conn.execute(QUERIES["clean_session"].text + (f";\n{then}" if then else ""))
 
 
 _DEADLOCK_TIMEOUT = "set deadlock_timeout = '1h'"

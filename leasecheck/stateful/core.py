@@ -64,10 +64,12 @@ class Harness:
         return capabilities(self.queue)
 
     def reset(self) -> None:
-        """Empty the queue and the harness tables between examples, on a clean monitor."""
-        actors.clean(self.pool.monitor)
+        """Empty the queue and the harness tables between examples, on a clean monitor.
+
+        The monitor's clean-up and the clock's reset share one round trip.
+        """
+        actors.clean(self.pool.monitor, then=clock.QUERIES["reset"].text)
         self.queue.reset(self.pool.monitor)
-        clock.reset(self.pool.monitor)
 
 
 def seconds(us: int) -> str:
