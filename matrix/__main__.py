@@ -21,7 +21,7 @@ from pathlib import Path
 import psycopg
 
 from leasecheck.dbfixtures import debian, embedded
-from matrix import envs, majors, report, runs, targets, witness
+from matrix import envs, majors, markdown, report, runs, targets, witness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -90,6 +90,10 @@ def _summary(column: report.Column) -> str:
     if v.error is not None and not v.violated:
         return f"error: {v.error}"
     parts = [f"{len(v.holds)} hold"]
+    if v.exercised is not None:
+        idle = [p for p in v.holds if v.exercised.get(p) == 0]
+        if idle:
+            parts[0] += f" ({markdown.NOT_EXERCISED}: {', '.join(idle)})"
     if v.violated:
         shown = [f"{p} ({_kind(column.witnesses.get(p))})" for p in v.violated]
         parts.append("violated: " + ", ".join(shown))
