@@ -5,14 +5,17 @@ by every run on it; each run's pytest creates and drops its own database there, 
 does each violated cell's witness script (`matrix.witness`). The default major is the
 embedded wheel's; another comes from Debian's `postgresql-N` package, unpacked under
 `<cache>/pg/N/`. Its tables go to `OUT/pg<N>/`, and `OUT/conformance-majors.md` flags
-every verdict that differs between majors.
+every verdict that differs between majors. With `--only`, the columns run are merged
+into the tables already there (`matrix.merge`); without it, the tables are written anew.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -21,7 +24,7 @@ from pathlib import Path
 import psycopg
 
 from leasecheck.dbfixtures import debian, embedded
-from matrix import envs, majors, report, runs, targets, witness
+from matrix import envs, majors, markdown, merge, report, runs, targets, witness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -90,6 +93,10 @@ def _summary(column: report.Column) -> str:
     if v.error is not None and not v.violated:
         return f"error: {v.error}"
     parts = [f"{len(v.holds)} hold"]
+    if v.exercised is not None:
+        idle = [p for p in v.holds if v.exercised.get(p) == 0]
+        if idle:
+            parts[0] += f" ({markdown.NOT_EXERCISED}: {', '.join(idle)})"
     if v.violated:
         shown = [f"{p} ({_kind(column.witnesses.get(p))})" for p in v.violated]
         parts.append("violated: " + ", ".join(shown))
@@ -100,8 +107,16 @@ def _summary(column: report.Column) -> str:
     return "; ".join(parts)
 
 
+def _command(argv: list[str], dsn: str | None) -> str:
+    """Return the command line a merged column's results record, the DSN left out: it
+    may hold a password, and the results are published."""
+    words = [w.replace(dsn, "DSN") if dsn else w for w in argv]
+    return shlex.join(["python", "-m", "matrix", *words])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    args.command = _command(sys.argv[1:] if argv is None else argv, args.pg_dsn)
     args.cache, args.out = args.cache.resolve(), args.out.resolve()
     try:
         chosen = targets.select(args.only)
@@ -120,7 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         rundir = args.cache / "matrix-runs" / stamp
         if major != default:
             rundir = rundir / f"pg{major}"
-        _run_major(chosen, args, install, default, rundir)
+        try:
+            _run_major(chosen, args, install, default, rundir)
+        except merge.ResultsError as exc:
+            print(f"matrix: {exc}", file=sys.stderr)
+            return 2
     compared = majors.write(args.out)
     if compared is not None:
         line, diffs = compared
@@ -143,7 +162,7 @@ def _run_major(
     default: int,
     rundir: Path,
 ) -> None:
-    """Run every chosen target on one server and write its tables."""
+    """Run every chosen target on one server and write its tables (merged, with `--only`)."""
     started = time.monotonic()
     server = None
     if not args.pg_dsn:
@@ -153,6 +172,10 @@ def _run_major(
         with psycopg.connect(dsn, connect_timeout=10) as conn:
             row = conn.execute("show server_version").fetchone()
             postgres = str(row[0]) if row else "?"
+        out = majors.results_dir(args.out, embedded.major(postgres), default)
+        if args.only:
+            # A file that cannot take the merge says so before the runs, not after them.
+            merge.load(out / "conformance.json", postgres)
         columns = []
         for target in chosen:
             print(f"{target.name} ...", flush=True)
@@ -163,10 +186,12 @@ def _run_major(
         if server is not None:
             server.stop()
     seconds = time.monotonic() - started
-    out = majors.results_dir(args.out, embedded.major(postgres), default)
     out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(out / "counterexamples", ignore_errors=True)
-    shutil.rmtree(out / "witnesses", ignore_errors=True)
+    stale = ["counterexamples", "witnesses"]
+    if args.only:  # the other columns' files stay: their cells, merged back, link them
+        stale = [f"{kind}/{t.name}" for kind in stale for t in chosen]
+    for path in stale:
+        shutil.rmtree(out / path, ignore_errors=True)
     files = [report.copy_counterexamples(c, out) for c in columns]
     for c in columns:
         witness.save(c.witnesses, c.target.name, out)
@@ -177,9 +202,15 @@ def _run_major(
         "python": sys.version.split()[0],
         "seconds": seconds,
     }
-    (out / "conformance.json").write_text(report.as_json(columns, meta, files, out))
-    (out / "conformance.md").write_text(report.as_markdown(columns, meta, files, out))
-    print(f"total {seconds:.1f} s; wrote {out / 'conformance.md'} and conformance.json")
+    data = report.as_data(columns, meta, files, out)
+    previous = merge.load(out / "conformance.json", postgres) if args.only else None
+    if previous is not None:
+        data = merge.merge(previous, data, args.command)
+    text = report.dumps(data)
+    (out / "conformance.json").write_text(text)
+    (out / "conformance.md").write_text(markdown.render(json.loads(text)))
+    said = f"merged {', '.join(t.name for t in chosen)} into" if previous else "wrote"
+    print(f"total {seconds:.1f} s; {said} {out / 'conformance.md'} and conformance.json")
     print(f"run directories: {rundir}")
 
 

@@ -6,10 +6,15 @@ excuses them (`--leasecheck-excuse`) and runs again, until a run passes or nothi
 judge. A run that fails without leaving a property's files (an import error, an
 adapter that crashes, a timeout) is an error, reported with its first line and never
 read as "holds".
+
+The final run's JUnit XML also carries what its property items exercised (the
+situations `leasecheck.stateful.coverage` counts, one record per shard): the matrix
+keeps them per property, so a "holds" whose situations never came up can say so.
 """
 
 from __future__ import annotations
 
+import ast
 import glob
 import json
 import os
@@ -20,13 +25,23 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from leasecheck import exercised
+from leasecheck.stateful import coverage
 from leasecheck.stateful.properties import ALL
 from matrix.targets import Target
 
 MACHINE = "test_leasecheck_properties["
 """The property run's test items, one per shard."""
 GAPS = "test_leasecheck_what_is_not_checked["
-_OURS = ("LEASECHECK_QUEUE", "LEASECHECK_EXCUSE", "LEASECHECK_DIR", "LEASECHECK_PROFILE", "CI")
+_OURS = (
+    "LEASECHECK_QUEUE",
+    "LEASECHECK_EXCUSE",
+    "LEASECHECK_DIR",
+    "LEASECHECK_PROFILE",
+    # A slice of the shards would be judged (and counted) as if it were the whole run.
+    "LEASECHECK_SHARD",
+    "CI",
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +52,8 @@ class Run:
     gaps: list[str]
     error: str | None
     seconds: float
+    exercised: dict[str, int] | None = None
+    """Property -> situations produced, summed over the shards; None if none recorded."""
 
 
 @dataclass
@@ -49,6 +66,8 @@ class Verdicts:
     holds: list[str] = field(default_factory=list)
     error: str | None = None
     runs: int = 0
+    exercised: dict[str, int] | None = None
+    """The final run's counts per property (`Run.exercised`); None: not recorded."""
 
 
 def run_once(
@@ -92,12 +111,16 @@ def run_once(
     if code not in (0, 1) or not junit.exists():
         return Run({}, [], _first_error(output, code), seconds)
     outcome, gaps = _read_junit(junit)
+    try:
+        counts = read_exercised(junit)
+    except ValueError:
+        counts = None  # unreadable counts are not recorded, never a partial sum or zeros
     violated = _violations(failures)
     if code == 0 and outcome == "passed":
-        return Run({}, gaps, None, seconds)
+        return Run({}, gaps, None, seconds, counts)
     if outcome.startswith("failure") and violated:
-        return Run(violated, gaps, None, seconds)
-    return Run({}, gaps, f"{outcome or 'no result'}", seconds)
+        return Run(violated, gaps, None, seconds, counts)
+    return Run({}, gaps, f"{outcome or 'no result'}", seconds, counts)
 
 
 def _read_junit(path: Path) -> tuple[str, list[str]]:
@@ -119,6 +142,34 @@ def _read_junit(path: Path) -> tuple[str, list[str]]:
             messages = [c.get("message", "") for c in children if c.tag == "skipped"]
             gaps += [m for m in messages if m.startswith(f"{gap}: ")]
     return outcome, gaps
+
+
+def read_exercised(path: Path) -> dict[str, int] | None:
+    """Return how often each property was exercised in the run `path` reports, or None.
+
+    Each property item (one per shard) records its situations under `exercised.KEY`;
+    pytest writes the value with `str()`, so it is read back as a Python literal.
+    They are added up and mapped to properties as the run's own summary does
+    (`coverage.merge`, `coverage.per_property`). None when no item recorded any: an
+    absent count must never read as "not exercised".
+    """
+    shards = []
+    for case in ET.parse(path).iter("testcase"):
+        if not case.get("name", "").startswith(MACHINE):
+            continue
+        for prop in case.iter("property"):
+            if prop.get("name") != exercised.KEY:
+                continue
+            try:
+                value = ast.literal_eval(prop.get("value", ""))
+            except (SyntaxError, ValueError) as exc:
+                raise ValueError(f"{path}: {exercised.KEY} is not a literal: {exc}") from exc
+            if not isinstance(value, dict):
+                raise ValueError(f"{path}: {exercised.KEY} is not a dict: {value!r}")
+            shards.append({str(k): int(n) for k, n in value.items()})
+    if not shards:
+        return None
+    return coverage.per_property(coverage.merge(shards))
 
 
 def _violations(failures: Path) -> dict[str, list[Path]]:
@@ -174,6 +225,7 @@ def judge(
         )
         verdicts.runs += 1
         gaps = run.gaps
+        verdicts.exercised = run.exercised
         if run.error is not None:
             verdicts.error = run.error
             return verdicts

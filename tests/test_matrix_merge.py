@@ -1,0 +1,206 @@
+"""`python -m matrix --only NAME` merges its columns into the results already written.
+
+The column run replaces its own (or takes its place in the table's order), every other
+column stays byte for byte in the JSON, the run's header is kept apart and named on
+the page, and the page is re-rendered from the merged JSON. One test runs the matrix
+itself on the reference queue (the `dev` budget) into a directory of older results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from leasecheck.stateful.properties import ALL
+from matrix import __main__ as cli
+from matrix import markdown, merge, report
+from matrix.runs import Verdicts
+from matrix.targets import Target
+
+OLDER = Path(__file__).resolve().parent / "data" / "older" / "conformance-pg15.json"
+"""Results written before the matrix kept counts (PostgreSQL 15.18: reference,
+reference.sql, graphile-worker-0.18.0 and 0.13.0, pgboss-12.38.0)."""
+META = {"date": "later", "postgres": "15.19", "profile": "ci", "python": "3", "seconds": 9.96}
+COMMAND = "python -m matrix --only reference --pg 15"
+SAID = re.compile(r"^  ([a-z-]+): (?:exercised (\d+) times|holds, not exercised)$")
+
+
+def _run(name: str, queue: str = "leasecheck.reference.queue:ReferenceQueue") -> dict[str, Any]:
+    """Return the data of a run of one column, with counts, as `report.as_data` makes it."""
+    counts = {p: 3 for p in ALL}
+    column = report.Column(
+        Target(name, queue), None, Verdicts(holds=list(ALL), runs=1, exercised=counts), 4.0
+    )
+    return report.as_data([column], META, [{}])
+
+
+def _block(impl: dict[str, Any]) -> str:
+    """Return one column's text as it stands in a results file (`report.dumps`)."""
+    return textwrap.indent(json.dumps(impl, indent=1), "  ")
+
+
+def test_a_column_run_replaces_its_own_and_keeps_the_others_byte_for_byte() -> None:
+    text = OLDER.read_text()
+    previous = merge.load(OLDER, "15.19")
+    assert previous is not None and report.dumps(previous) == text
+    run = _run("reference")
+    merged = merge.merge(previous, run, COMMAND)
+    out = report.dumps(merged)
+    old_names = [i["name"] for i in previous["implementations"]]
+    assert [i["name"] for i in merged["implementations"]] == old_names
+    for impl in previous["implementations"][1:]:
+        assert _block(impl) in text and _block(impl) in out
+    assert merged["implementations"][0] == run["implementations"][0]
+    assert _block(previous["implementations"][0]) not in out
+    # Nothing else changed: the header is the first run's, the merged run's is kept apart.
+    expected = json.loads(text)
+    expected["implementations"][0] = run["implementations"][0]
+    expected["columns_run_apart"] = {"reference": {**META, "seconds": 10.0, "command": COMMAND}}
+    assert out == report.dumps(expected)
+    assert json.loads(text) == previous  # merge changed nothing it was given
+
+
+def test_the_merged_page_names_the_run_and_renders_the_others_as_before() -> None:
+    previous = merge.load(OLDER)
+    assert previous is not None
+    before = markdown.render(previous)
+    page = markdown.render(merge.merge(previous, _run("reference"), COMMAND))
+    assert (
+        "The reference column is from a run of its own, merged into this table: "
+        f"`{COMMAND}` on later, PostgreSQL 15.19, profile `ci`, 10 s; "
+        "the other columns are from the run above." in page
+    )
+    assert markdown.NO_COUNTS in before and markdown.NO_COUNTS not in page
+    for line in before.splitlines():
+        if line.startswith("| graphile-worker-0.18.0 |") or line.startswith("1. "):
+            assert line in page  # the other columns' rows and notes, as they were
+    table = page[page.index("| exercised | reference |\n") :]
+    assert table.splitlines()[2] == "| single-completion | 3 |"
+    others = "reference.sql, graphile-worker-0.18.0, graphile-worker-0.13.0, pgboss-12.38.0"
+    assert f"Counts {markdown.NOT_RECORDED} for: {others}." in page
+
+
+def test_a_new_column_takes_its_place_in_the_table_order() -> None:
+    """procrastinate-3.10 comes after reference.sql and before the npm columns."""
+    previous = merge.load(OLDER)
+    assert previous is not None
+    run = _run("procrastinate-3.10", "leasecheck.adapters.procrastinate_queue:ProcrastinateQueue")
+    names = [i["name"] for i in merge.merge(previous, run, "c")["implementations"]]
+    assert names == [
+        "reference",
+        "reference.sql",
+        "procrastinate-3.10",
+        "graphile-worker-0.18.0",
+        "graphile-worker-0.13.0",
+        "pgboss-12.38.0",
+    ]
+
+
+def test_a_column_run_again_replaces_its_earlier_run_apart() -> None:
+    """Its header (and a hand-written note on it) goes with the run it described; the
+    page lists the runs apart in the order they were merged."""
+    previous = merge.load(OLDER)
+    assert previous is not None
+    once = merge.merge(previous, _run("reference"), "first")
+    once["columns_run_apart"]["reference"]["note"] = "(hand-written)"
+    twice = merge.merge(once, _run("reference.sql"), "second")
+    assert "(hand-written)" in markdown.render(twice)
+    again = merge.merge(twice, _run("reference"), "third")
+    assert list(again["columns_run_apart"]) == ["reference.sql", "reference"]
+    assert again["columns_run_apart"]["reference"]["command"] == "third"
+    page = markdown.render(again)
+    assert "(hand-written)" not in page
+    assert page.index("`second`") < page.index("`third`")
+    assert "the other columns are from the run above or the runs named here." in page
+
+
+def test_a_property_the_older_columns_never_knew_reads_as_not_judged() -> None:
+    """Merged into results from before late-owner existed, the new column judges it and
+    the older columns show "-" for it, in the property's own row."""
+    previous = merge.load(OLDER)
+    assert previous is not None
+    del previous["properties"]["late-owner"]
+    for impl in previous["implementations"]:
+        del impl["properties"]["late-owner"]
+    merged = merge.merge(previous, _run("reference"), COMMAND)
+    assert list(merged["properties"]) == list(ALL)
+    page = markdown.render(merged)
+    row = next(ln for ln in page.splitlines() if ln.startswith("| late-owner |"))
+    assert row == "| late-owner | holds | - | - | - | - |"
+
+
+def test_what_cannot_take_a_merge_is_refused(tmp_path: Path) -> None:
+    """No file: nothing to merge. Another major's file, or one the merge would reformat
+    throughout, is refused before any run."""
+    assert merge.load(tmp_path / "conformance.json") is None
+    with pytest.raises(merge.ResultsError, match=r"PostgreSQL 18\.6"):
+        merge.load(OLDER, "18.6")
+    reformatted = tmp_path / "conformance.json"
+    reformatted.write_text(json.dumps(json.loads(OLDER.read_text()), indent=2) + "\n")
+    with pytest.raises(merge.ResultsError, match="not in the format"):
+        merge.load(reformatted)
+    reformatted.write_text("{}")
+    with pytest.raises(merge.ResultsError, match="cannot merge"):
+        merge.load(reformatted)
+
+
+def _summary(output: str) -> dict[str, int]:
+    found = {}
+    for line in output.splitlines():
+        said = SAID.match(line)
+        if said and said.group(1) in ALL:
+            found[said.group(1)] = int(said.group(2) or 0)
+    return found
+
+
+def test_only_merges_into_the_results_there(
+    leasecheck_server_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """End to end: the reference column replaces its own, with the counts its run printed;
+    the other column, its files and its bytes stay."""
+    out, cache = tmp_path / "results", tmp_path / "cache"
+    stale = report.Column(
+        Target("reference", "leasecheck.reference.queue:ReferenceQueue"),
+        None,
+        Verdicts(error="from an earlier run"),
+        5.0,
+    )
+    other = report.Column(
+        Target("reference.sql", "leasecheck.adapters.sqlfile_queue:from_env"),
+        None,
+        Verdicts(holds=list(ALL), runs=1),
+        6.0,
+    )
+    meta = {"date": "before", "postgres": "18.6", "profile": "ci", "python": "3", "seconds": 11}
+    out.mkdir()
+    (out / "conformance.json").write_text(report.as_json([stale, other], meta, [{}, {}], out))
+    before = (out / "conformance.json").read_text()
+    for name in ("reference", "reference.sql"):
+        (out / "counterexamples" / name).mkdir(parents=True)
+        (out / "counterexamples" / name / "fencing.txt").write_text("an earlier counterexample\n")
+    argv = ["--only", "reference", "--profile", "dev", "--pg-dsn", leasecheck_server_dsn]
+    argv += ["--out", str(out), "--cache", str(cache)]
+    assert cli.main(argv) == 0
+    assert "merged reference into" in capsys.readouterr().out
+    text = (out / "conformance.json").read_text()
+    data = json.loads(text)
+    assert [i["name"] for i in data["implementations"]] == ["reference", "reference.sql"]
+    previous = json.loads(before)
+    assert _block(previous["implementations"][1]) in text
+    assert {k: data[k] for k in ("date", "seconds")} == {"date": "before", "seconds": 11}
+    ours = data["implementations"][0]
+    assert ours["error"] is None and ours["runs"] == 1
+    (output,) = cache.glob("matrix-runs/*/reference/run1/output.txt")
+    assert ours["exercised"] == _summary(output.read_text())
+    apart = data["columns_run_apart"]["reference"]
+    said = " ".join(["python", "-m", "matrix", *argv]).replace(leasecheck_server_dsn, "DSN")
+    assert apart["command"] == said and leasecheck_server_dsn not in text
+    assert apart["profile"] == "dev"
+    assert (out / "conformance.md").read_text() == markdown.render(data)
+    assert not (out / "counterexamples" / "reference").exists()
+    assert (out / "counterexamples" / "reference.sql" / "fencing.txt").exists()
