@@ -1,6 +1,6 @@
 """Benchmark (not a test): what a machine step costs, next to the round trips it needs.
 
-    python -m bench.step_cost [--examples N] [--pg-dsn DSN] [--json PATH]
+    python -m bench.step_cost [--examples N] [--without RULE,...] [--pg-dsn DSN] [--json PATH]
 
 Runs the same derandomized examples against the reference queue twice: once with
 every connection traced by libpq (`bench.wire`), to count the round trips a step
@@ -9,6 +9,10 @@ same kind of connection (the round-trip floor) and the hollow machine
 (`bench.hollow`: Hypothesis alone). The step cost is reported as a multiple of the
 round trips the step needs (the queue's calls and the checks on them), and the
 hollow machine says how much of it no harness could remove.
+
+`--without claim_batch,complete_batch,sweep,preempt,resume_call` leaves out the rules
+added since 2026-11-30 (their preconditions never hold), so the examples make the moves
+that code made: a step of the same kind, costed side by side with it.
 """
 
 from __future__ import annotations
@@ -72,6 +76,17 @@ def _hollow(examples: int) -> tuple[int, int, float]:
     return Hollow.examples, Hollow.steps, time.perf_counter() - start
 
 
+def without(rules: list[str]) -> None:
+    """Make the driver's `can_<rule>` predicates of `rules` never hold, for this process."""
+    from leasecheck.stateful.driver import Driver
+
+    for rule in rules:
+        name = f"can_{rule}"
+        if not hasattr(Driver, name):
+            raise SystemExit(f"no rule {rule!r} with a precondition: see stateful/machine.py")
+        setattr(Driver, name, lambda self, *args: False)
+
+
 def _run(dsn: str, examples: int) -> tuple[int, int, float]:
     """Run the machine for `examples` examples; return examples, steps and seconds."""
     _Counting.steps = _Counting.examples = 0
@@ -92,9 +107,11 @@ def _run(dsn: str, examples: int) -> tuple[int, int, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=200)
+    parser.add_argument("--without", default="", help="comma-separated rules to leave out")
     parser.add_argument("--pg-dsn", default=None)
     parser.add_argument("--json", type=Path, default=Path(".leasecheck/bench-step-cost.json"))
     args = parser.parse_args()
+    without([r for r in args.without.split(",") if r])
     with reference_database(args.pg_dsn) as dsn:
         wire = Wire()
         with wire.traced():  # the same derandomized examples, counted on the wire

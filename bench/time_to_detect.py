@@ -1,7 +1,7 @@
 """Benchmark (not a test): how fast the machine kills each mutant, over many seeds.
 
     python -m bench.time_to_detect [--seeds 20] [--budget 3000] [--mutant NAME ...]
-                                   [--queue module:attr ...]
+                                   [--queue module:attr ...] [--schedule random|pct]
 
 For every mutant and seed: examples and seconds to the first failure (no
 shrinking), and the property it broke. A seed that ends in an error of the harness
@@ -26,17 +26,18 @@ from hypothesis.stateful import run_state_machine_as_test
 import mutants
 from bench._db import reference_database
 from leasecheck.stateful import actors, clock, contract
-from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.machine import SCHEDULES, Harness, LeaseMachine, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 
 
-def _run(harness: Harness, seed: int, budget: int) -> dict[str, Any]:
+def _run(harness: Harness, seed: int, budget: int, schedule: str = "random") -> dict[str, Any]:
     made = 0
+    machine = machine_for(schedule)
 
     def factory() -> LeaseMachine:
         nonlocal made
         made += 1
-        return LeaseMachine(harness)
+        return machine(harness)
 
     hypothesis.core.global_force_seed = seed  # type: ignore[assignment]
     start = time.perf_counter()
@@ -98,6 +99,7 @@ def main() -> None:
         default=[],
         help="also run this module:attr (e.g. the reference, which must never be killed)",
     )
+    parser.add_argument("--schedule", choices=sorted(SCHEDULES), default="random")
     parser.add_argument("--pg-dsn", default=None)
     parser.add_argument("--json", type=Path, default=Path(".leasecheck/bench-time-to-detect.json"))
     args = parser.parse_args()
@@ -115,7 +117,9 @@ def main() -> None:
                 harness = Harness(queue=contract.load(spec), pool=pool)
                 _install(harness.queue, dsn)
                 harness.reset()
-                runs[name] = [_run(harness, seed, args.budget) for seed in range(args.seeds)]
+                runs[name] = [
+                    _run(harness, seed, args.budget, args.schedule) for seed in range(args.seeds)
+                ]
                 killed = [r for r in runs[name] if r["property"]]
                 examples = [float(r["examples"]) for r in killed] or [float("nan")]
                 seconds = [r["seconds"] for r in killed] or [float("nan")]

@@ -52,6 +52,14 @@ def declare_options(add: Callable[..., object]) -> None:
         "else ci when $CI is set, else dev)",
     )
     add(
+        "--leasecheck-schedule",
+        default=os.environ.get("LEASECHECK_SCHEDULE", "random"),
+        choices=["random", "pct"],
+        help="who makes the workers' own moves: random (each rule draws its worker) or "
+        "pct (priorities with up to two change points an example, after PCT) "
+        "(default: $LEASECHECK_SCHEDULE, else random)",
+    )
+    add(
         "--leasecheck-shards",
         type=int,
         default=shards.DEFAULT_COUNT,

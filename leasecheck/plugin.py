@@ -362,6 +362,7 @@ def leasecheck_harness(
         pool=pool,
         excused=excused(pytestconfig),
         spec=recorded_spec(named[0], leasecheck_queue) if named else "",
+        schedule=pytestconfig.getoption("--leasecheck-schedule"),
     )
     harness.reset()
     if shard is not None:

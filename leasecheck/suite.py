@@ -28,7 +28,7 @@ from leasecheck import exercised
 from leasecheck.shards import Shard
 from leasecheck.stateful import confirm, replay
 from leasecheck.stateful.contract import ContractError
-from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 
 __all__ = [
@@ -51,8 +51,10 @@ def test_leasecheck_properties(
     run's summary of what each property was put to.
     """
 
+    schedule = machine_for(leasecheck_harness.schedule)
+
     def machine() -> LeaseMachine:
-        return LeaseMachine(leasecheck_harness)
+        return schedule(leasecheck_harness)
 
     if leasecheck_budget.derandomize:
         machine = seed(leasecheck_shard.seed)(machine)

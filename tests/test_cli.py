@@ -406,3 +406,25 @@ def test_check_runs_from_a_directory_without_configuration(tmp_path: Path) -> No
     )
     assert done.returncode == 2
     assert "leasecheck check: name the queue under test" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_priority_schedule_reaches_the_run_and_its_saved_program(
+    project: Path, tmp_path: Path, leasecheck_server_dsn: str
+) -> None:
+    """--leasecheck-schedule pct: the saved program starts with the workers' priorities and
+    change points, and replays from its file alone."""
+    out = tmp_path / "failures"
+    done = _leasecheck(
+        project, tmp_path / "tmp",
+        "check", NAIVE, "-n", "0", "--leasecheck-shards", "1", "--leasecheck-schedule", "pct",
+        "--pg-dsn", leasecheck_server_dsn, f"--leasecheck-dir={out}", "--", "-k", "properties",
+    )  # fmt: skip
+    assert done.returncode == 1, done.output
+    (saved,) = out.glob("naive-single-completion-*.json")
+    start = json.loads(saved.read_text())["program"][0]
+    assert start["rule"] == "start" and {"order", "changes"} <= set(start["args"]), start
+    again = _leasecheck(
+        project, tmp_path / "tmp", "replay", str(saved), "--pg-dsn", leasecheck_server_dsn
+    )
+    assert again.returncode == 1 and "job1 completed 2 times" in again.output, again.output

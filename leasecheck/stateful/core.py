@@ -31,6 +31,7 @@ from leasecheck.stateful.contract import (
 )
 from leasecheck.stateful.history import History
 from leasecheck.stateful.judge import Judge, Rules
+from leasecheck.stateful.priorities import Priorities
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import Violation, violation_error
 from leasecheck.stateful.recorder import Failure, Recorder
@@ -58,6 +59,8 @@ class Harness:
     """The dangerous situations of every example run on it so far (`stateful.coverage`)."""
     moves: Counter[str] = field(default_factory=Counter)
     """How often each move (rule) was made in every example run on it so far: the mix."""
+    schedule: str = "random"
+    """Who makes the workers' own moves (`--leasecheck-schedule`): `random` or `pct`."""
 
     @property
     def caps(self) -> Capabilities:
@@ -70,6 +73,11 @@ class Harness:
         """
         actors.clean(self.pool.monitor, then=clock.QUERIES["reset"].text)
         self.queue.reset(self.pool.monitor)
+
+
+def _slot(w: Worker) -> str:
+    """Return the worker's slot: `w1` for w1 and for the w1.3 that replaced it."""
+    return w.name.split(".")[0]
 
 
 def seconds(us: int) -> str:
@@ -124,6 +132,8 @@ class Core(Scheduler):
         """Actors whose next call is preempted between round trips, and after how many."""
         self.cancelled: set[int] = set()
         """ids of sessions whose running call the harness cancelled (the error is its doing)."""
+        self.priorities: Priorities | None = None
+        """With a priority schedule (`stateful.priorities`), who makes a worker's own moves."""
 
     # ----------------------------------------------------------------- plumbing
 
@@ -134,6 +144,8 @@ class Core(Scheduler):
         yield
         self._settle()
         self.broken = False
+        if self.priorities is not None:
+            self.priorities.step()
 
     def _new_worker(self, name: str) -> Worker:
         beat = self.pool.open(f"{name}/beat") if self.caps.heartbeats else None
@@ -258,7 +270,11 @@ class Core(Scheduler):
         return [(w, h) for w in self.workers if w.can_act and self._may(w, call) for h in w.held]
 
     def _pick_pair(self, pick: int, call: str) -> tuple[Worker, Held]:
+        """Return a worker's claim to make `call` on: the own move of a worker."""
         pairs = self._pairs(call)
+        if self.priorities is not None:
+            top = self.priorities.top([_slot(w) for w, _ in pairs])
+            pairs = [(w, h) for w, h in pairs if _slot(w) == top]
         return pairs[pick % len(pairs)]
 
     def _claimers(self) -> list[Worker]:
@@ -272,7 +288,16 @@ class Core(Scheduler):
         ]
 
     def _pick(self, workers: list[Worker], pick: int) -> Worker:
+        """Return the worker a fault (or a stall) falls on: always the drawn one."""
         return workers[pick % len(workers)]
+
+    def _pick_own(self, workers: list[Worker], pick: int) -> Worker:
+        """Return the worker that makes its own move: the drawn one, or under a priority
+        schedule the one of highest priority."""
+        if self.priorities is None:
+            return self._pick(workers, pick)
+        top = self.priorities.top([_slot(w) for w in workers])
+        return next(w for w in workers if _slot(w) == top)
 
     def _lease_ends(self) -> list[int]:
         return sorted(

@@ -9,6 +9,7 @@ them directly. Nothing here imports Hypothesis.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 import psycopg
@@ -18,6 +19,7 @@ from leasecheck.stateful.answers import Outcome, Raised
 from leasecheck.stateful.calls import Calls
 from leasecheck.stateful.core import MAX_JOBS, seconds
 from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful.priorities import Priorities
 from leasecheck.stateful.units import BEAT, LEASE, SECOND
 from leasecheck.stateful.workers import Held, Worker
 
@@ -27,8 +29,16 @@ class Driver(Calls):
 
     # -------------------------------------------------------------------- moves
 
-    def start(self, workers: int) -> None:
-        """Start the workers and enqueue the first job (an example without one is wasted)."""
+    def start(
+        self, workers: int, order: Sequence[int] | None = None, changes: Sequence[int] = ()
+    ) -> None:
+        """Start the workers and enqueue the first job (an example without one is wasted).
+
+        With `order`, the workers' own moves follow a priority schedule that changes
+        after the steps `changes` (`stateful.priorities`).
+        """
+        if order is not None:
+            self.priorities = Priorities(order=list(order), changes=list(changes))
         with self._step():
             self.workers = [self._new_worker(f"w{i}") for i in range(workers)]
             self._enqueue()
@@ -46,7 +56,7 @@ class Driver(Calls):
     def claim(self, how: Take) -> None:
         """A worker claims the next job; with `held`, inside a transaction it keeps open."""
         with self._step():
-            w = self._pick(self._claimers(), how.worker)
+            w = self._pick_own(self._claimers(), how.worker)
             if how.held and w.txn is None and "claim" in self.caps.held_calls:
                 self._begin(w)
             self._claim(w)
@@ -54,14 +64,14 @@ class Driver(Calls):
     def claim_batch(self, pick: int, size: int) -> None:
         """A worker claims up to `size` jobs in one call (`claim_many`)."""
         with self._step():
-            self._claim_many(self._pick(self._claimers(), pick), size)
+            self._claim_many(self._pick_own(self._claimers(), pick), size)
 
     def complete_batch(self, pick: int, size: int) -> None:
         """A worker completes up to `size` of the jobs it holds, newest first, in one call
         (`complete_many`), stale claims and all: a fresh claim leads, a stale one follows."""
         with self._step():
             holders = [w for w in self.workers if w.can_act and self._may(w, "complete") and w.held]
-            w = self._pick(holders, pick)
+            w = self._pick_own(holders, pick)
             self._complete_many(w, w.held[::-1][:size])
 
     def heartbeat(self, pick: int) -> None:
@@ -184,12 +194,14 @@ class Driver(Calls):
     def open_transaction(self, pick: int) -> None:
         """Open a transaction the worker's next calls run inside, held across steps."""
         with self._step():
-            self._begin(self._pick([w for w in self.workers if w.can_act and w.txn is None], pick))
+            self._begin(
+                self._pick_own([w for w in self.workers if w.can_act and w.txn is None], pick)
+            )
 
     def close_transaction(self, pick: int, commit: bool) -> None:
         """Commit or roll back a held transaction; calls blocked behind it go on."""
         with self._step():
-            w = self._pick([w for w in self.workers if w.can_act and w.txn is not None], pick)
+            w = self._pick_own([w for w in self.workers if w.can_act and w.txn is not None], pick)
             self.say(f"t={seconds(self.now)} {w.name} {'commits' if commit else 'rolls back'}")
             w.main.conn.execute("commit" if commit else "rollback")
             if commit:

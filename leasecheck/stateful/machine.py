@@ -11,6 +11,8 @@ the one module that drives Hypothesis's stateful engine.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hypothesis import note as _hypothesis_note
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
@@ -19,11 +21,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from leasecheck.stateful.contract import Capabilities
 from leasecheck.stateful.core import MAX_JOBS, Harness
 from leasecheck.stateful.driver import Driver
-from leasecheck.stateful.moves import AFTER, BATCH, PICK, STALL, TAKE, Stall, Take
+from leasecheck.stateful.moves import AFTER, BATCH, CHANGES, ORDERS, PICK, STALL, TAKE, Stall, Take
 from leasecheck.stateful.program import recorded
 from leasecheck.stateful.properties import violation_error
 
-__all__ = ["Harness", "LeaseMachine", "note", "violation_error"]
+__all__ = ["Harness", "LeaseMachine", "PriorityMachine", "machine_for", "note", "violation_error"]
 
 
 def note(message: str) -> None:
@@ -47,9 +49,12 @@ class LeaseMachine(RuleBasedStateMachine):
 
     @initialize(workers=st.integers(min_value=2, max_value=5))
     @recorded
-    def start(self, workers: int) -> None:
-        """Start the workers and enqueue the first job (an example without one is wasted)."""
-        self.d.start(workers)
+    def start(
+        self, workers: int, order: Sequence[int] | None = None, changes: Sequence[int] = ()
+    ) -> None:
+        """Start the workers and enqueue the first job (an example without one is wasted).
+        A program saved by the priority machine says `order` and `changes` too."""
+        self.d.start(workers, order, changes)
 
     @precondition(lambda self: self.d.can_enqueue())
     @rule(jobs=st.integers(min_value=1, max_value=MAX_JOBS - 1))
@@ -192,3 +197,28 @@ class LeaseMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.d.teardown()
+
+
+class PriorityMachine(LeaseMachine):
+    """The same rules, with the workers' own moves on a priority schedule (PCT).
+
+    Each example draws the workers' priorities and up to two change points; see
+    `stateful.priorities` for why that reaches interleavings uniform picks rarely do.
+    """
+
+    @initialize(workers=st.integers(min_value=2, max_value=5), order=ORDERS, changes=CHANGES)
+    @recorded
+    def start(
+        self, workers: int, order: Sequence[int] | None = None, changes: Sequence[int] = ()
+    ) -> None:
+        """Start the workers, their priorities and where they change; enqueue the first job."""
+        self.d.start(workers, order, changes)
+
+
+SCHEDULES = {"random": LeaseMachine, "pct": PriorityMachine}
+"""The machines a run may use, by the name `--leasecheck-schedule` takes."""
+
+
+def machine_for(schedule: str) -> type[LeaseMachine]:
+    """Return the machine class of `schedule` (see SCHEDULES)."""
+    return SCHEDULES[schedule]

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
+from leasecheck.stateful import priorities
+
 PICK = st.integers(min_value=0, max_value=7)
 """An index into the workers (or held claims) eligible for a rule, taken modulo their count."""
 
@@ -51,3 +53,12 @@ class Stall:
 
 TAKE = st.builds(Take, worker=PICK, held=st.booleans())
 STALL = st.builds(Stall, worker=PICK, alone=st.booleans(), then=st.sampled_from(WAKE_UP))
+
+
+ORDERS = st.permutations(range(5))
+"""A priority schedule's order: worker i's priority is entry i (at most five workers)."""
+
+CHANGES = st.lists(
+    st.integers(min_value=1, max_value=40), max_size=priorities.DEPTH - 1, unique=True
+)
+"""The steps after which the worker that acted last drops below every other."""

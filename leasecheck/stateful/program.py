@@ -42,10 +42,14 @@ def _encode(value: Any) -> Any:
         return {type(value).__name__: dataclasses.asdict(value)}
     if isinstance(value, (bool, int, str)):
         return value
+    if isinstance(value, (list, tuple)):  # a priority schedule's order and change points
+        return [_encode(v) for v in value]
     raise TypeError(f"a rule argument of type {type(value).__name__} cannot be saved")
 
 
 def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
     if isinstance(value, dict):
         ((name, fields),) = value.items()
         if name not in _ARGUMENT_TYPES:
