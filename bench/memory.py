@@ -1,0 +1,85 @@
+"""Benchmark (not a test): whether a long run's memory stays flat.
+
+    python -m bench.memory [--examples 1000,5000] [--profile deep] [--pg-dsn DSN] [--json PATH]
+
+Runs the machine against the reference queue for each number of examples, each in
+a fresh process (so each peak is its own), with the profile's steps per example
+no example database and derandomized (the same examples every time), and reports the process's peak resident set size. Flat
+means the peak at the larger count is about the peak at the smaller: nothing the
+harness keeps per example (history, facts, sessions, coverage) piles up across
+examples. Hypothesis's own record of the choices it tried grows with the examples
+by design; the figure includes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _child(examples: int, profile: str, dsn: str | None) -> dict[str, Any]:
+    """Run the machine in this process; return examples, steps, seconds and peak RSS."""
+    from hypothesis import settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from bench._db import reference_database
+    from bench.step_cost import _Counting
+    from leasecheck.stateful import actors, contract, profiles
+    from leasecheck.stateful.machine import Harness
+
+    budget = settings(profiles.budget(profile, None), max_examples=examples, derandomize=True)
+    with reference_database(dsn) as url:
+        pool = actors.Pool(url)
+        harness = Harness(
+            queue=contract.load("leasecheck.reference.queue:ReferenceQueue"), pool=pool
+        )
+        harness.reset()
+        started = time.perf_counter()
+        run_state_machine_as_test(lambda: _Counting(harness), settings=budget)  # type: ignore[arg-type]
+        seconds = time.perf_counter() - started
+        pool.close()
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "examples": _Counting.examples,
+        "steps": _Counting.steps,
+        "seconds": seconds,
+        "peak_rss_mib": peak_kib / 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", default="1000,5000")
+    parser.add_argument("--profile", default="deep")
+    parser.add_argument("--pg-dsn", default=None)
+    parser.add_argument("--json", type=Path, default=Path(".leasecheck/bench-memory.json"))
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        print(json.dumps(_child(args.child, args.profile, args.pg_dsn)))
+        return
+    results = []
+    for examples in (int(n) for n in args.examples.split(",")):
+        command = [sys.executable, "-m", "bench.memory", "--child", str(examples)]
+        command += ["--profile", args.profile] + (["--pg-dsn", args.pg_dsn] if args.pg_dsn else [])
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"the run of {examples} examples failed:\n{done.stdout}{done.stderr}")
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        results.append(result)
+        print(
+            f"{result['examples']:>6} examples, {result['steps']:>7} steps in "
+            f"{result['seconds']:7.1f} s: peak RSS {result['peak_rss_mib']:7.1f} MiB"
+        )
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
