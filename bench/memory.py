@@ -3,12 +3,12 @@
     python -m bench.memory [--examples 1000,5000] [--profile deep] [--pg-dsn DSN] [--json PATH]
 
 Runs the machine against the reference queue for each number of examples, each in
-a fresh process (so each peak is its own), with the profile's steps per example
-no example database and derandomized (the same examples every time), and reports the process's peak resident set size. Flat
-means the peak at the larger count is about the peak at the smaller: nothing the
-harness keeps per example (history, facts, sessions, coverage) piles up across
-examples. Hypothesis's own record of the choices it tried grows with the examples
-by design; the figure includes it.
+a fresh process (so each peak is its own), with the profile's steps per example, no
+example database and derandomized (the same examples every time), and reports the
+process's peak resident set size. Flat means the peak at the larger count is about
+the peak at the smaller: nothing the harness keeps per example (history, facts,
+sessions, coverage) piles up across examples. Hypothesis's own record of the choices
+it tried grows with the examples by design; the figure includes it.
 """
 
 from __future__ import annotations

@@ -54,10 +54,10 @@ def declare_options(add: Callable[..., object]) -> None:
     add(
         "--leasecheck-schedule",
         default=os.environ.get("LEASECHECK_SCHEDULE", "random"),
-        choices=["random", "pct"],
-        help="who makes the workers' own moves: random (each rule draws its worker) or "
-        "pct (priorities with up to two change points an example, after PCT) "
-        "(default: $LEASECHECK_SCHEDULE, else random)",
+        choices=["random", "pct", "mixed"],
+        help="who makes the workers' own moves: random (each rule draws its worker), "
+        "pct (priorities with up to two change points an example, after PCT), or mixed "
+        "(random on even shards, pct on odd ones) (default: $LEASECHECK_SCHEDULE, else random)",
     )
     add(
         "--leasecheck-shards",

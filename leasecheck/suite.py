@@ -51,7 +51,7 @@ def test_leasecheck_properties(
     run's summary of what each property was put to.
     """
 
-    schedule = machine_for(leasecheck_harness.schedule)
+    schedule = machine_for(leasecheck_harness.schedule, leasecheck_shard.index)
 
     def machine() -> LeaseMachine:
         return schedule(leasecheck_harness)

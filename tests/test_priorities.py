@@ -14,7 +14,7 @@ import mutants
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract, program, replay
 from leasecheck.stateful.driver import Driver
-from leasecheck.stateful.machine import Harness, PriorityMachine, machine_for
+from leasecheck.stateful.machine import Harness, LeaseMachine, PriorityMachine, machine_for
 from leasecheck.stateful.moves import Take
 from leasecheck.stateful.priorities import Priorities
 from leasecheck.stateful.program import Step
@@ -100,5 +100,10 @@ def test_the_priority_machine_finds_what_the_random_one_does(reference_dsn: str)
 
 def test_schedules_by_name() -> None:
     assert machine_for("pct") is PriorityMachine
+    assert [machine_for("mixed", shard) for shard in range(3)] == [
+        LeaseMachine,
+        PriorityMachine,
+        LeaseMachine,
+    ]
     with pytest.raises(KeyError):
         machine_for("fair")

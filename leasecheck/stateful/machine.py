@@ -216,9 +216,12 @@ class PriorityMachine(LeaseMachine):
 
 
 SCHEDULES = {"random": LeaseMachine, "pct": PriorityMachine}
-"""The machines a run may use, by the name `--leasecheck-schedule` takes."""
+"""The machines a run may use, by the name `--leasecheck-schedule` takes (and `mixed`)."""
 
 
-def machine_for(schedule: str) -> type[LeaseMachine]:
-    """Return the machine class of `schedule` (see SCHEDULES)."""
+def machine_for(schedule: str, shard: int = 0) -> type[LeaseMachine]:
+    """Return the machine class of `schedule`; `mixed` runs the random machine on even
+    shards and the priority machine on odd ones, so a run has both."""
+    if schedule == "mixed":
+        schedule = "pct" if shard % 2 else "random"
     return SCHEDULES[schedule]
