@@ -9,7 +9,6 @@ itself on the reference queue (the `dev` budget) into a directory of older resul
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -21,13 +20,13 @@ from matrix import __main__ as cli
 from matrix import markdown, merge, report
 from matrix.runs import Verdicts
 from matrix.targets import Target
+from tests.test_matrix_runs import _summary
 
 OLDER = Path(__file__).resolve().parent / "data" / "older" / "conformance-pg15.json"
 """Results written before the matrix kept counts (PostgreSQL 15.18: reference,
 reference.sql, graphile-worker-0.18.0 and 0.13.0, pgboss-12.38.0)."""
 META = {"date": "later", "postgres": "15.19", "profile": "ci", "python": "3", "seconds": 9.96}
 COMMAND = "python -m matrix --only reference --pg 15"
-SAID = re.compile(r"^  ([a-z-]+): (?:exercised (\d+) times|holds, not exercised)$")
 
 
 def _run(name: str, queue: str = "leasecheck.reference.queue:ReferenceQueue") -> dict[str, Any]:
@@ -147,15 +146,6 @@ def test_what_cannot_take_a_merge_is_refused(tmp_path: Path) -> None:
     reformatted.write_text("{}")
     with pytest.raises(merge.ResultsError, match="cannot merge"):
         merge.load(reformatted)
-
-
-def _summary(output: str) -> dict[str, int]:
-    found = {}
-    for line in output.splitlines():
-        said = SAID.match(line)
-        if said and said.group(1) in ALL:
-            found[said.group(1)] = int(said.group(2) or 0)
-    return found
 
 
 def test_only_merges_into_the_results_there(

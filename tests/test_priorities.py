@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
 from leasecheck.reference.queue import ReferenceQueue
@@ -19,6 +17,7 @@ from leasecheck.stateful.moves import Take
 from leasecheck.stateful.priorities import Priorities
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
+from tests.fixtures import derandomized, run_state_machine_as_test
 
 
 def test_the_top_priority_acts_and_drops_at_each_change_point() -> None:
@@ -80,18 +79,7 @@ def test_the_priority_machine_finds_what_the_random_one_does(reference_dsn: str)
     harness.reset()
     try:
         with pytest.raises(PropertyViolated, match="unique-effects"):
-            run_state_machine_as_test(
-                lambda: PriorityMachine(harness),  # type: ignore[arg-type]
-                settings=settings(
-                    max_examples=50,
-                    stateful_step_count=20,
-                    deadline=None,
-                    database=None,
-                    derandomize=True,
-                    phases=(Phase.generate,),
-                    suppress_health_check=list(HealthCheck),
-                ),
-            )
+            run_state_machine_as_test(lambda: PriorityMachine(harness), settings=derandomized(50))
         starts = [s for s in harness.recorder.last["unique-effects"].program if s.rule == "start"]
         assert "order" in starts[0].args and "changes" in starts[0].args
     finally:
