@@ -60,7 +60,7 @@ class Harness:
     moves: Counter[str] = field(default_factory=Counter)
     """How often each move (rule) was made in every example run on it so far: the mix."""
     schedule: str = "random"
-    """Who makes the workers' own moves (`--leasecheck-schedule`): `random` or `pct`."""
+    """Who makes the workers' own moves (`--leasecheck-schedule`): random, pct or mixed."""
 
     @property
     def caps(self) -> Capabilities:
