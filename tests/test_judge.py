@@ -18,7 +18,7 @@ from hypothesis import settings
 import mutants
 from leasecheck import cli
 from leasecheck.stateful import actors, contract
-from leasecheck.stateful.judge import rejudge, token_value
+from leasecheck.stateful.judge import Judge, rejudge, token_value
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 from tests.fixtures import derandomized, run_state_machine_as_test
@@ -113,3 +113,38 @@ def test_a_fact_of_another_version_is_one_line() -> None:
     }
     with pytest.raises(ValueError, match="fact 0 \\(enqueued\\) does not fit this oracle"):
         rejudge(saved)
+
+
+def _late_owner_refused_while_a_claim_is_in_flight(answered: dict[str, object]) -> Judge:
+    """w0's lease (30 s) has run out; a claim call is in flight (its answer waits) when
+    w0's completion is refused at t=40s; then the claim answers as `answered` says."""
+    lease = 30_000_000
+    facts = [
+        {"op": "enqueued", "args": {"job_id": 1, "label": "job1"}},
+        {"op": "grant", "args": {"job_id": 1, "token": 1, "worker": "w0", "label": "w0:job1#1",
+                                 "at": 0, "key": "k1", "event": 2}},
+        {"op": "claim_sent", "args": {"call": 7}},
+        {"op": "complete", "args": {"grant": 0, "accepted": False, "at": 40_000_000,
+                                    "answered": 40_000_000}},
+        {"op": "state", "args": {"job_id": 1, "status": "running"}},
+        {"op": "claim_answered", "args": {"call": 7, **answered}},
+    ]  # fmt: skip
+    saved = {
+        "rules": {"lease": lease, "max_attempts": 3, "ordered_tokens": True, "observes": True},
+        "facts": facts,
+    }
+    return rejudge(saved)
+
+
+def test_a_late_owner_refusal_waits_for_the_claims_in_flight() -> None:
+    """Refused while a claim that may already have taken the job had not answered: no
+    verdict until it answers. It handed the job out: refused rightly. It handed out
+    nothing: late-owner, judged then. Its answer was lost: not judged, and said so."""
+    rightly = _late_owner_refused_while_a_claim_is_in_flight({"jobs": [1], "known": True})
+    assert rightly.oracle.violations == [] and rightly.oracle.waiting == []
+    wrongly = _late_owner_refused_while_a_claim_is_in_flight({"jobs": [], "known": True})
+    assert [v.prop for v in wrongly.oracle.violations] == ["late-owner"]
+    assert "the queue shows it running" in wrongly.oracle.violations[0].evidence[0]
+    unknown = _late_owner_refused_while_a_claim_is_in_flight({"jobs": [], "known": False})
+    assert unknown.oracle.violations == []
+    assert "lost its answer" in unknown.oracle.unjudged[0]

@@ -20,9 +20,11 @@ from leasecheck import cli
 from leasecheck.adapters.sqlfile_queue import ENV, SqlFileError, SqlFileQueue, from_env
 from leasecheck.adapters.sqlfile_queue import LEASE as ADAPTER_LEASE
 from leasecheck.dbfixtures import janitor
-from leasecheck.stateful import actors, clock
+from leasecheck.stateful import actors, clock, replay
 from leasecheck.stateful.contract import CALLS, Claim, capabilities, not_checked
 from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.units import LEASE as MACHINE_LEASE
 from tests.fixtures import derandomized, run_state_machine_as_test
@@ -755,3 +757,29 @@ def test_check_names_a_bad_sql_file_in_one_line(
         f"leasecheck check: {path}: held_transactions=x: give true, false or a comma list "
         "(no spaces) of claim, heartbeat, complete, fail\n"
     )
+
+
+def test_a_late_owner_refused_after_a_paused_claim_took_the_job_is_no_violation(
+    v2_pool: actors.Pool,
+) -> None:
+    """The claim's statement ran and committed (autocommit) but its answer waits at its
+    gate when the late owner's completion is refused: the job was handed out again, only
+    not answered yet. The judge waits for the claim's answer, which names the job; found
+    by the matrix's reference_v2.sql column, a false late-owner before the judge waited."""
+    harness = Harness(queue=SqlFileQueue(V2), pool=v2_pool)
+    harness.reset()
+
+    def asleep(then: str) -> Step:
+        return Step("asleep", {"how": Stall(worker=0, alone=False, then=then)})
+
+    steps = [
+        Step("start", {"workers": 2}),
+        Step("claim", {"how": Take(worker=0, held=False)}),
+        asleep("heartbeat"),
+        asleep("complete"),
+        Step("preempt", {"after": 1, "pick": 0}),
+        asleep("complete"),
+    ]
+    done = replay.replay(harness, steps)
+    assert len(done.ran) == len(steps), done.skipped
+    assert harness.coverage["call paused between its statements"] >= 1

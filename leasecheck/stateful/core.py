@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from leasecheck.stateful import actors, answers, clock
+from leasecheck.stateful.answers import Answered, Outcome, Raised
 from leasecheck.stateful.contract import (
     CALLS,
     STATES,
@@ -132,6 +133,7 @@ class Core(Scheduler):
         """Actors whose next call is preempted between round trips, and after how many."""
         self.cancelled: set[int] = set()
         """ids of sessions whose running call the harness cancelled (the error is its doing)."""
+        self.claims_in_flight: set[int] = set()
         self.priorities: Priorities | None = None
         """With a priority schedule (`stateful.priorities`), who makes a worker's own moves."""
 
@@ -150,6 +152,19 @@ class Core(Scheduler):
     def _new_worker(self, name: str) -> Worker:
         beat = self.pool.open(f"{name}/beat") if self.caps.heartbeats else None
         return Worker(name=name, main=self.pool.open(name), beat=beat)
+
+    def _claim_in_flight(self, call: int) -> None:
+        self.judge.claim_sent(call)
+
+    def _claim_over(self, call: int, op: str, outcome: Outcome) -> None:
+        """Tell the judge which jobs a claim that was in flight handed out (if known)."""
+        if op == "claim":
+            raws = [answers.claim(self.queue.name, outcome)]
+        else:
+            raws = answers.claims(self.queue.name, outcome)
+        jobs = [answers.checked(self.queue.name, op, r).job_id for r in raws if r is not None]
+        known = isinstance(outcome, (Answered, Raised))
+        self.judge.claim_answered(call, jobs, known)
 
     def _observe(self, job_id: JobId) -> str:
         """Read the job's status from the queue's own tables (its `state`), as committed."""

@@ -159,6 +159,14 @@ class Judge:
     def fail(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
         self.answer("fail", grant, accepted, at, answered)
 
+    def claim_sent(self, call: int) -> None:
+        """A claim call is in flight (paused or blocked): late owners wait for its answer."""
+        self._judge(Fact("claim_sent", {"call": call}))
+
+    def claim_answered(self, call: int, jobs: list[JobId], known: bool) -> None:
+        """The claim call in flight answered, handing out `jobs` (unknown if lost)."""
+        self._judge(Fact("claim_answered", {"call": call, "jobs": jobs, "known": known}))
+
     def situation(self, name: str) -> None:
         """Count a situation only the driver sees (a paused call, a blocked one, ...)."""
         self._judge(Fact("situation", {"name": name}))
@@ -242,6 +250,12 @@ class Judge:
 
     def _apply_fail(self, **args: Any) -> None:
         self._apply_call("fail", **args)
+
+    def _apply_claim_sent(self, call: int) -> None:
+        self.oracle.claim_sent(call)
+
+    def _apply_claim_answered(self, call: int, jobs: list[JobId], known: bool) -> None:
+        self.oracle.claim_answered(call, jobs, known)
 
     def _apply_situation(self, name: str) -> None:
         self.oracle.saw(name)

@@ -52,6 +52,16 @@ Observe = Callable[[JobId], str]
 
 
 @dataclass
+class Waiting:
+    """A late owner's refusal that waits for the claims in flight when it was answered."""
+
+    job_id: JobId
+    said: str
+    calls: set[int]
+    flag: Callable[[], None]
+
+
+@dataclass
 class Oracle:
     """Judges each answer of the queue against the properties.
 
@@ -79,6 +89,10 @@ class Oracle:
     """What the queue raised where no grant was at stake (a claim), for the story."""
     situations: Counter[str] = field(default_factory=Counter)
     """The dangerous situations judged so far (`stateful.coverage`): what was exercised."""
+    claims_in_flight: set[int] = field(default_factory=set)
+    """Claim calls sent and not answered yet (paused between statements, or blocked)."""
+    waiting: list[Waiting] = field(default_factory=list)
+    """Late owners refused while claims were in flight, judged once those have answered."""
 
     def saw(self, situation: str) -> None:
         """Count a situation (`stateful.coverage.SITUATIONS`) the example produced."""
@@ -216,12 +230,44 @@ class Oracle:
         status = self.observe(grant.claim.job_id)
         if status == FAILED and self.exhausted(job):
             return  # given up at its cap, as the queue's own table shows
-        self._flag(
-            P.LATE_OWNER,
-            late,
-            f"nobody else was granted {job.label}; the queue shows it {status}",
-            **refs,
-        )
+
+        def flag() -> None:
+            why = f"nobody else was granted {job.label}; the queue shows it {status}"
+            self._flag(P.LATE_OWNER, late, why, **refs)
+
+        if self.claims_in_flight:
+            # A claim whose statement ran but whose answer has not come back (it waits
+            # between statements, or on a lock) may have taken the job already.
+            self.waiting.append(Waiting(grant.claim.job_id, late, set(self.claims_in_flight), flag))
+            return
+        flag()
+
+    def claim_sent(self, call: int) -> None:
+        """A claim call was sent and has not answered: late owners wait for its answer."""
+        self.claims_in_flight.add(call)
+
+    def claim_answered(self, call: int, jobs: list[JobId], known: bool) -> None:
+        """The claim call `call` answered, handing out `jobs` (`known`: its outcome is
+        known; a lost connection or a cancel leaves it unknown).
+
+        A late owner refused while it was in flight was refused rightly if it handed
+        the job out again; if none of the claims in flight did, the refusal is judged.
+        """
+        self.claims_in_flight.discard(call)
+        for w in [w for w in self.waiting if call in w.calls]:
+            if not known:
+                self.waiting.remove(w)
+                self.unjudged.append(
+                    f"{w.said}: a claim in flight then lost its answer, so whether it had "
+                    "taken the job cannot be told"
+                )
+            elif w.job_id in jobs:
+                self.waiting.remove(w)  # handed out again by a claim sent before the refusal
+            else:
+                w.calls.discard(call)
+                if not w.calls:
+                    self.waiting.remove(w)
+                    w.flag()
 
     def _note_key(self, job: JobModel, key: str) -> None:
         """Record an idempotency key of the job; it must never change between attempts."""
@@ -407,6 +453,9 @@ class Oracle:
 
     def drained(self) -> None:
         """Judge no-lost-jobs, once healing and a full drain are over."""
+        for w in self.waiting:  # the teardown lets every call answer: not expected
+            self.unjudged.append(f"{w.said}: a claim in flight then never answered")
+        self.waiting.clear()
         for job in self.jobs.values():
             if len(job.grants) > 1:
                 self.saw("job recovered and drained")

@@ -71,6 +71,17 @@ class Scheduler:
     def _saw(self, situation: str) -> None:
         raise NotImplementedError
 
+    claims_in_flight: set[int]
+    """Claim calls (by the history line that sent them) sent and not answered yet."""
+
+    def _claim_in_flight(self, call: int) -> None:
+        """A claim call was left in flight (paused between statements, or blocked)."""
+        raise NotImplementedError
+
+    def _claim_over(self, call: int, op: str, outcome: Outcome) -> None:
+        """A claim call that was in flight answered with `outcome`."""
+        raise NotImplementedError
+
     def _sessions(self) -> list[actors.Session]:
         out = []
         for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
@@ -100,13 +111,17 @@ class Scheduler:
         token = repr(held.claim.token) if held else None
         self.history.add(self.now, w.name, op, "invoke", job=job, token=token)
         at = self.now
+        call = self.history.events[-1].seq
 
         def finish(result: Any) -> None:
             if beat:
                 w.beat_waiting = None
             else:
                 w.waiting = None
-            self._finish(w, op, held, at, result, done, beat=beat)
+            outcome = self._finish(w, op, held, at, result, done, beat=beat)
+            if call in self.claims_in_flight:
+                self.claims_in_flight.discard(call)
+                self._claim_over(call, op, outcome)
 
         if beat:
             w.beat_waiting = finish
@@ -116,6 +131,9 @@ class Scheduler:
         actors.submit(self.pool, session, fn, self._sessions(), after=after)
         self._settle()
         self._after_send(w, session, beat=beat)
+        if op in _CLAIMING and w.waiting is finish:  # paused or blocked: in flight
+            self.claims_in_flight.add(call)
+            self._claim_in_flight(call)
 
     def _after_send(self, w: Worker, session: actors.Session, *, beat: bool = False) -> None:
         """Tell what a call that has not answered is doing: parked at its gate, or blocked.
@@ -172,8 +190,8 @@ class Scheduler:
         done: Done,
         *,
         beat: bool,
-    ) -> None:
-        """Record what a call sent at `at` ended in and hand that outcome to `done`."""
+    ) -> Outcome:
+        """Record what a call sent at `at` ended in, hand that outcome to `done`, return it."""
         job = self._job_label(held.claim) if held else None
         token = repr(held.claim.token) if held else None
         session = w.beat if beat else w.main
@@ -194,6 +212,7 @@ class Scheduler:
             value = plain(result, claims=op in _CLAIMING)
             self.history.add(self.now, w.name, op, "ok", job=job, token=token, value=value)
         done(outcome, at)
+        return outcome
 
     def _outcome(self, session: actors.Session, result: Any) -> Outcome:
         """Return what the call ended in: only a live connection's exception is the queue's."""
