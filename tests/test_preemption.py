@@ -61,6 +61,32 @@ def test_a_parked_call_holds_its_transaction_until_resumed(pool: actors.Pool) ->
         pool.release(b)
 
 
+def test_a_cancelled_call_armed_to_pause_goes_on_to_its_rollback(pool: actors.Pool) -> None:
+    """The harness cancels a second waiter; armed to pause after its 2nd round trip (the
+    lock it waits on), it must not park at its 3rd, the ROLLBACK its cancel leads to:
+    the cancel returns and the call answers with the cancel."""
+    a, b = pool.open("a"), pool.open("b")
+    try:
+        a.conn.execute("begin")
+        a.conn.execute(XACT_LOCK)  # held between steps
+
+        def locks(c: psycopg.Connection[Any]) -> None:
+            with c.transaction():
+                c.execute(XACT_LOCK)
+
+        actors.submit(pool, b, locks, [a, b], after=2)
+        actors.settle(pool, [a, b])
+        assert pool.blocked([b]) == {b.pid: [a.pid]} and not b.parked
+        pool.cancel(b)
+        assert b.pending is not None and b.pending.done()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            actors.outcome(b)
+    finally:
+        a.conn.execute("rollback")
+        pool.release(a)
+        pool.release(b)
+
+
 def test_a_call_that_ends_before_its_gate_never_parks(pool: actors.Pool) -> None:
     a = pool.open("a")
     try:

@@ -216,7 +216,13 @@ class Pool:
             wait_futures([session.pending], timeout=SAFETY_TIMEOUT)
 
     def cancel(self, session: Session) -> None:
-        """Cancel the session's running statement and wait until its call has returned."""
+        """Cancel the session's running statement and wait until its call has returned.
+
+        A call armed to pause between statements is let through first: after the
+        cancel it goes on to its clean-up (a ROLLBACK, say), which must not park.
+        """
+        if session.gate is not None:
+            session.gate.open()
         self.monitor.execute("select pg_cancel_backend(%s)", (session.pid,))
         if session.pending is not None:
             wait_futures([session.pending], timeout=SAFETY_TIMEOUT)
