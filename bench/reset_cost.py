@@ -4,15 +4,16 @@
                                [--vacuum-every 100] [--method NAME ...] [--seed 0]
                                [--pg-dsn DSN] [--json PATH]
 
-The suite empties the queue between examples (`Harness.reset()`: DELETE of the
-reference tables and of the harness's effects). Each method below gets a database
+The suite empties the queue between examples (`Harness.reset()`: the reference's
+`leasecheck.tables.empty`, DELETE then a VACUUM that hands the emptied files back, and
+a DELETE of the harness's effects). Each method below gets a database
 of its own, cloned from one template with the reference schema, and runs the same
 cycles, round robin so that load on the machine hits every method alike: the next
 example's first enqueue and claim (timed: the claim scans the partial index
 `jobs_claimable`, which DELETE fills with dead entries until vacuum comes), a
 realistic leftover of one example (jobs queued, running, done and failed, receipts,
 effect rows, the clock moved on), then the reset (timed). It prints median and p90
-per reset and per claim, and ratios to the current DELETE, all from the same run.
+per reset and per claim, and ratios to a plain DELETE, all from the same run.
 `delete-vacuum` is the DELETE plus a VACUUM of the two tables every `--vacuum-every`
 resets (its cost spread over those resets), in case dead entries slow the claim.
 
@@ -125,7 +126,16 @@ class _Method:
 
 
 class _Delete(_Method):
-    name = "delete (current)"
+    name = "delete"
+
+    def reset(self) -> None:
+        self.conn.execute(QUERIES["delete"].text)
+
+
+class _Empty(_Method):
+    """The reference's reset: `leasecheck.tables.empty` (DELETE, setval, VACUUM, checked)."""
+
+    name = "tables.empty (current)"
 
     def reset(self) -> None:
         QUEUE.reset(self.conn)
@@ -232,6 +242,7 @@ class _Savepoint(_Method):
 
 METHODS: dict[str, type[_Method]] = {
     "delete": _Delete,
+    "empty": _Empty,
     "delete-vacuum": _DeleteVacuum,
     "truncate": _Truncate,
     "truncate-restart": _TruncateRestart,

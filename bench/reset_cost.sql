@@ -6,6 +6,13 @@ create database {} template {} strategy {}
 -- The suite's marker, so janitor.drop and janitor.leftovers know the database as ours.
 comment on database {} is {}
 
+-- name: delete
+-- Delete every reference row and the harness's effects, and set the clock back.
+delete from receipts;
+delete from jobs;
+delete from leasecheck.effects;
+update leasecheck.clock set at = '2030-01-01 00:00:00+00'
+
 -- name: truncate
 -- Empty the reference tables and the harness's effects; identities keep counting.
 truncate receipts, jobs, leasecheck.effects;
