@@ -1,7 +1,7 @@
 """Benchmark (not a test): how fast the machine kills each mutant, over many seeds.
 
     python -m bench.time_to_detect [--seeds 20] [--budget 3000] [--mutant NAME ...]
-                                   [--queue module:attr ...] [--schedule random|pct]
+                                   [--queue module:attr ...] [--schedule random|pct] [--target]
 
 For every mutant and seed: examples and seconds to the first failure (no
 shrinking), and the property it broke. A seed that ends in an error of the harness
@@ -20,7 +20,7 @@ from typing import Any
 
 import hypothesis.core
 import psycopg
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, settings, target
 from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
@@ -30,9 +30,23 @@ from leasecheck.stateful.machine import SCHEDULES, Harness, LeaseMachine, machin
 from leasecheck.stateful.properties import PropertyViolated
 
 
-def _run(harness: Harness, seed: int, budget: int, schedule: str = "random") -> dict[str, Any]:
+def _targeting(machine: type[LeaseMachine]) -> type[LeaseMachine]:
+    """Return `machine` reporting, at each example's end, how many distinct dangerous
+    situations it produced, as Hypothesis's `target()`: an experiment, not the suite's."""
+
+    class Targeting(machine):  # type: ignore[valid-type,misc]
+        def teardown(self) -> None:
+            target(float(len(self.d.oracle.situations)), label="distinct situations")
+            super().teardown()
+
+    return Targeting
+
+
+def _run(
+    harness: Harness, seed: int, budget: int, schedule: str = "random", aim: bool = False
+) -> dict[str, Any]:
     made = 0
-    machine = machine_for(schedule)
+    machine = _targeting(machine_for(schedule)) if aim else machine_for(schedule)
 
     def factory() -> LeaseMachine:
         nonlocal made
@@ -50,7 +64,7 @@ def _run(harness: Harness, seed: int, budget: int, schedule: str = "random") -> 
                 stateful_step_count=30,
                 deadline=None,
                 database=None,
-                phases=(Phase.generate,),
+                phases=(Phase.generate, Phase.target) if aim else (Phase.generate,),
                 report_multiple_bugs=False,
                 suppress_health_check=list(HealthCheck),
             ),
@@ -100,6 +114,11 @@ def main() -> None:
         help="also run this module:attr (e.g. the reference, which must never be killed)",
     )
     parser.add_argument("--schedule", choices=sorted(SCHEDULES), default="random")
+    parser.add_argument(
+        "--target",
+        action="store_true",
+        help="aim with target() on the distinct situations an example produced",
+    )
     parser.add_argument("--pg-dsn", default=None)
     parser.add_argument("--json", type=Path, default=Path(".leasecheck/bench-time-to-detect.json"))
     args = parser.parse_args()
@@ -118,7 +137,8 @@ def main() -> None:
                 _install(harness.queue, dsn)
                 harness.reset()
                 runs[name] = [
-                    _run(harness, seed, args.budget, args.schedule) for seed in range(args.seeds)
+                    _run(harness, seed, args.budget, args.schedule, args.target)
+                    for seed in range(args.seeds)
                 ]
                 killed = [r for r in runs[name] if r["property"]]
                 examples = [float(r["examples"]) for r in killed] or [float("nan")]
