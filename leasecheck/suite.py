@@ -26,7 +26,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck import exercised
 from leasecheck.shards import Shard
-from leasecheck.stateful import confirm, replay
+from leasecheck.stateful import confirm, memory, replay
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
 from leasecheck.stateful.properties import PropertyViolated
@@ -59,13 +59,14 @@ def test_leasecheck_properties(
     if leasecheck_budget.derandomize:
         machine = seed(leasecheck_shard.seed)(machine)
     budget = leasecheck_shard.budget(leasecheck_budget)
-    try:
-        _reporting_failures(
-            leasecheck_harness,
-            leasecheck_out,
+
+    def run() -> None:
+        with memory.bounded():
             # Any factory will do, as Hypothesis documents; its annotation says a class.
-            lambda: run_state_machine_as_test(machine, settings=budget),  # type: ignore[arg-type]
-        )
+            run_state_machine_as_test(machine, settings=budget)  # type: ignore[arg-type]
+
+    try:
+        _reporting_failures(leasecheck_harness, leasecheck_out, run)
     finally:
         # Not the record_property fixture: it warns under junit_family=xunit2, and a
         # queue's CI that writes JUnit XML with warnings as errors would fail on it.
