@@ -93,7 +93,7 @@ class Hollow(RuleBasedStateMachine):
     def sweep(self, after: str) -> None:
         pass
 
-    @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second"]))
+    @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second", "before-lease-end"]))
     def time_passes(self, to: str) -> None:
         pass
 

@@ -29,4 +29,5 @@ ALL = {
     "check-then-act": "mutants.check_then_act:CheckThenAct",
     "sweep-undoes": "mutants.sweep_undoes:SweepUndoes",
     "heartbeat-revives": "mutants.heartbeat_revives:HeartbeatRevives",
+    "early-reclaim": "mutants.early_reclaim:EarlyReclaim",
 }

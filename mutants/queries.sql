@@ -175,3 +175,29 @@ update jobs
    set lease_until = now() + %(lease)s, status = 'running', locked_by = %(worker)s
  where id = %(id)s and attempt = %(attempt)s
 returning id
+
+-- name: claim_early
+-- early-reclaim: a lease that runs out within the next half second counts as run out.
+with exhausted as (
+    update jobs
+       set status = 'failed', locked_by = null, lease_until = null, finished_at = now(),
+           last_error = 'lease expired on the last attempt'
+     where id in (select id from jobs
+                   where status = 'running' and lease_until < now() + interval '500 milliseconds'
+                     and attempt >= max_attempts
+                   for update skip locked)
+), next as (
+    select id from jobs
+     where status = 'queued'
+        or (status = 'running' and lease_until < now() + interval '500 milliseconds'
+            and attempt < max_attempts)
+     order by id
+     limit %(n)s
+     for update skip locked
+)
+update jobs
+   set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
+       lease_until = now() + %(lease)s, claimed_at = now()
+  from next
+ where jobs.id = next.id
+returning jobs.id, jobs.attempt

@@ -176,16 +176,23 @@ class Driver(Calls):
                 self._advance(ends[0] + 1)
             self._maintain()
 
+    NEAR_END = {"before-lease-end": -1, "lease-end": 0, "past-lease-end": 1}
+    """Where a move to the next lease end lands: a microsecond before it, on it, after it."""
+
     def time_passes(self, to: str) -> None:
-        """Let time pass; running workers' heartbeats fire on schedule meanwhile."""
+        """Let time pass; running workers' heartbeats fire on schedule meanwhile.
+
+        Next to a lease end the clock lands a microsecond before, on or after it: a
+        queue that counts a lease as run out early (or late) shows it only there, as
+        every other move lands on whole seconds from a claim."""
         with self._step():
-            ends = self._lease_ends()
+            ends = [e for e in self._lease_ends() if e + self.NEAR_END.get(to, 0) > self.now]
             why = to
-            if to in ("lease-end", "past-lease-end") and ends:
-                target = ends[0] + (1 if to == "past-lease-end" else 0)
+            if to in self.NEAR_END and ends:
+                target = ends[0] + self.NEAR_END[to]
             else:
                 target = self.now + (BEAT if to == "beat" else SECOND)
-                if to in ("lease-end", "past-lease-end"):
+                if to in self.NEAR_END:
                     why = f"{to}: no lease ends ahead, so 1 s"
             self.history.add(self.now, "clock", "advance", "event", value=seconds(target))
             self.say(f"t={seconds(self.now)} clock advances to {seconds(target)} ({why})")

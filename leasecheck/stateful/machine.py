@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from leasecheck.stateful import mix
 from leasecheck.stateful.contract import Capabilities
 from leasecheck.stateful.core import MAX_JOBS, Harness
 from leasecheck.stateful.driver import Driver
@@ -39,6 +40,7 @@ class LeaseMachine(RuleBasedStateMachine):
 
     def __init__(self, harness: Harness) -> None:
         super().__init__()
+        mix.install(self)  # which rule a step draws: see stateful.mix
         self.d = Driver(harness, say=note)
         self.program = self.d.program
 
@@ -155,7 +157,7 @@ class LeaseMachine(RuleBasedStateMachine):
         """The queue's own recovery (`maintain`) runs, now or just after the next lease ends."""
         self.d.sweep(after)
 
-    @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second"]))
+    @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second", "before-lease-end"]))
     @recorded
     def time_passes(self, to: str) -> None:
         """Let time pass; running workers' heartbeats fire on schedule meanwhile."""
