@@ -33,7 +33,7 @@ from leasecheck.stateful.moves import WAKE_UP, Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 
-TIMES = ("lease-end", "past-lease-end", "beat")
+TIMES = ("lease-end", "past-lease-end", "before-lease-end", "beat")
 AFTERS = (1, 2, 3)
 
 
