@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from leasecheck.stateful import mix
 from leasecheck.stateful.contract import Capabilities
 from leasecheck.stateful.core import MAX_JOBS, Harness
 from leasecheck.stateful.driver import Driver
@@ -40,7 +39,6 @@ class LeaseMachine(RuleBasedStateMachine):
 
     def __init__(self, harness: Harness) -> None:
         super().__init__()
-        mix.install(self)  # which rule a step draws: see stateful.mix
         self.d = Driver(harness, say=note)
         self.program = self.d.program
 
