@@ -148,3 +148,40 @@ def test_a_late_owner_refusal_waits_for_the_claims_in_flight() -> None:
     unknown = _late_owner_refused_while_a_claim_is_in_flight({"jobs": [], "known": False})
     assert unknown.oracle.violations == []
     assert "lost its answer" in unknown.oracle.unjudged[0]
+
+
+def _late_grant(sent: int | None) -> Judge:
+    """w1's claim of job1 is sent at t=30s and stays in flight (paused between its
+    statements); w2 is granted job1#3 at t=60s; then w1's claim answers job1#2, which
+    it took at t=30s (the reference.sql file queue's run that showed the gap)."""
+    grant = {
+        "job_id": 1,
+        "worker": "w1",
+        "label": "w1:job1#2",
+        "at": 30_000_000,
+        "key": "k1",
+        "event": 9,
+    }
+    facts = [
+        {"op": "enqueued", "args": {"job_id": 1, "label": "job1"}},
+        {"op": "grant", "args": {"job_id": 1, "token": 1, "worker": "w0", "label": "w0:job1#1",
+                                 "at": 0, "key": "k1", "event": 2}},
+        {"op": "claim_sent", "args": {"call": 5}},
+        {"op": "grant", "args": {"job_id": 1, "token": 3, "worker": "w2", "label": "w2:job1#3",
+                                 "at": 60_000_001, "key": "k1", "event": 7}},
+        {"op": "grant", "args": {**grant, "token": 2, **({"sent": sent} if sent else {})}},
+        {"op": "claim_answered", "args": {"call": 5, "jobs": [1], "known": True}},
+    ]  # fmt: skip
+    rules = {"lease": 30_000_000, "max_attempts": 3, "ordered_tokens": True, "observes": True}
+    return rejudge({"rules": rules, "facts": facts})
+
+
+def test_a_claim_answered_late_is_not_ordered_after_grants_made_while_in_flight() -> None:
+    """Its token and lease are checked against the grants before it was sent; against
+    those granted meanwhile, which came first cannot be told: not judged, and said so.
+    Told as an ordinary grant, the same answers break fencing (token 2 after 3)."""
+    late = _late_grant(sent=5)
+    assert late.oracle.violations == []
+    assert "w2:job1#3 of job1 was granted while its claim was in flight" in late.oracle.unjudged[0]
+    ordinary = _late_grant(sent=None)
+    assert [v.prop for v in ordinary.oracle.violations][:1] == ["fencing"]

@@ -75,9 +75,10 @@ class Calls(Core):
         w.held.append(held)
         key = self.queue.effect_key(result)
         answered = self.history.events[-1].seq  # the line that recorded this answer
+        sent = self.answering  # the call, if it was in flight: other grants came meanwhile
 
         def grant() -> None:
-            held.grant = self.judge.grant(claim, label, at, key, answered)
+            held.grant = self.judge.grant(claim, label, at, key, answered, sent)
             if w.beat is not None and not w.crashed:
                 held.next_beat = self.now + BEAT
 

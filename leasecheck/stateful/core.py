@@ -134,6 +134,8 @@ class Core(Scheduler):
         self.cancelled: set[int] = set()
         """ids of sessions whose running call the harness cancelled (the error is its doing)."""
         self.claims_in_flight: set[int] = set()
+        self.answering: int | None = None
+        """The claim call in flight whose answer is being handled, if one is."""
         self.priorities: Priorities | None = None
         """With a priority schedule (`stateful.priorities`), who makes a worker's own moves."""
 

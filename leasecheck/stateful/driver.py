@@ -412,7 +412,7 @@ class Driver(Calls):
             held = Held(claim=claim, label=label, raw=result)
             key = self.queue.effect_key(result)
             answered = self.history.events[-1].seq
-            held.grant = self.judge.grant(claim, label, at, key, answered)
+            held.grant = self.judge.grant(claim, label, at, key, answered, self.answering)
             w.held.append(held)
 
         return done

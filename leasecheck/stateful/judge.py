@@ -113,21 +113,29 @@ class Judge:
     def enqueued(self, job_id: JobId, label: str) -> None:
         self._judge(Fact("enqueued", {"job_id": job_id, "label": label}))
 
-    def grant(self, claim: Claim, label: str, at: int, key: str, event: int | None = None) -> Grant:
-        """Judge a committed claim; `event` is the history line that answered it."""
-        fact = Fact(
-            "grant",
-            {
-                "job_id": claim.job_id,
-                "token": token_value(claim.token),
-                "worker": claim.worker,
-                "label": label,
-                "at": at,
-                "key": key,
-                "event": event,
-            },
-        )
-        self._judge(fact)
+    def grant(
+        self,
+        claim: Claim,
+        label: str,
+        at: int,
+        key: str,
+        event: int | None = None,
+        sent: int | None = None,
+    ) -> Grant:
+        """Judge a committed claim; `event` is the history line that answered it, `sent`
+        the claim call's own line when it answered after being in flight."""
+        args = {
+            "job_id": claim.job_id,
+            "token": token_value(claim.token),
+            "worker": claim.worker,
+            "label": label,
+            "at": at,
+            "key": key,
+            "event": event,
+        }
+        if sent is not None:
+            args["sent"] = sent
+        self._judge(Fact("grant", args))
         return self.grants[-1]
 
     def answer(
@@ -217,9 +225,10 @@ class Judge:
         at: int,
         key: str,
         event: int | None,
+        sent: int | None = None,
     ) -> None:
         claim = Claim(job_id=job_id, token=_read_token(token), worker=worker)
-        self.grants.append(self.oracle.grant(claim, label, at, key))
+        self.grants.append(self.oracle.grant(claim, label, at, key, sent))
         self.events.append(event)
 
     def grant_of(self, event: int) -> Grant | None:

@@ -26,6 +26,8 @@ class Grant:
     granted_at: int
     lease_end: int
     released: bool = False
+    seq: int = 0
+    """Where it stands among every grant the oracle was told of, in the order told."""
     renewals: list[tuple[int, int]] = field(default_factory=list)
     """(when, the lease end it replaced) for each heartbeat that extended the lease."""
 
@@ -93,6 +95,10 @@ class Oracle:
     """Claim calls sent and not answered yet (paused between statements, or blocked)."""
     waiting: list[Waiting] = field(default_factory=list)
     """Late owners refused while claims were in flight, judged once those have answered."""
+    told: int = 0
+    """Grants told so far."""
+    told_when_sent: dict[int, int] = field(default_factory=dict)
+    """For each claim call in flight, how many grants had been told when it was sent."""
 
     def saw(self, situation: str) -> None:
         """Count a situation (`stateful.coverage.SITUATIONS`) the example produced."""
@@ -143,11 +149,26 @@ class Oracle:
         latest = job.grants[-1]
         return None if latest.released else latest
 
-    def grant(self, claim: Claim, label: str, at: int, key: str) -> Grant:
-        """Record a committed claim and check it against every earlier one of its job."""
+    def grant(self, claim: Claim, label: str, at: int, key: str, sent: int | None = None) -> Grant:
+        """Record a committed claim and check it against every earlier one of its job.
+
+        A claim answered after it was in flight (`sent`: its call) may have taken the
+        job before or after the grants told meanwhile: its token order and lease are
+        checked against the grants told before it was sent, and the rest is said to
+        be unjudged, never guessed."""
         job = self.job(claim)
         new = Grant(claim=claim, label=label, granted_at=at, lease_end=at + self.lease)
+        new.seq, self.told = self.told, self.told + 1
         jobs = (job.label,)
+        since = self.told_when_sent.get(sent, new.seq) if sent is not None else new.seq
+        meanwhile = [g for g in job.grants if g.seq >= since]
+        earlier = [g for g in job.grants if g.seq < since]
+        if meanwhile:
+            self.unjudged.append(
+                f"{label} answered after {', '.join(g.label for g in meanwhile)} of "
+                f"{job.label} was granted while its claim was in flight: which came first, "
+                "and so their token order and leases against each other, cannot be told"
+            )
         if any(not g.released for g in job.grants):
             self.saw("expired lease claimed again")
         if self.max_attempts is not None and len(job.grants) + 1 >= self.max_attempts:
@@ -169,15 +190,15 @@ class Oracle:
                 jobs=jobs,
                 grants=(label,),
             )
-        elif self.ordered_tokens and job.tokens and not _greater(claim.token, job.tokens[-1]):
+        elif self.ordered_tokens and earlier and not _greater(claim.token, earlier[-1].claim.token):
             self._flag(
                 P.FENCING,
                 f"{label} carries token {claim.token!r}, not greater than "
-                f"{job.tokens[-1]!r} although the queue declares ordered tokens",
+                f"{earlier[-1].claim.token!r} although the queue declares ordered tokens",
                 jobs=jobs,
-                grants=(label, job.grants[-1].label),
+                grants=(label, earlier[-1].label),
             )
-        for other in job.grants:
+        for other in earlier:
             if not other.released and other.lease_end > at:
                 self._flag(
                     P.EXCLUSIVE_LEASE,
@@ -245,6 +266,7 @@ class Oracle:
     def claim_sent(self, call: int) -> None:
         """A claim call was sent and has not answered: late owners wait for its answer."""
         self.claims_in_flight.add(call)
+        self.told_when_sent[call] = self.told
 
     def claim_answered(self, call: int, jobs: list[JobId], known: bool) -> None:
         """The claim call `call` answered, handing out `jobs` (`known`: its outcome is
@@ -254,6 +276,7 @@ class Oracle:
         the job out again; if none of the claims in flight did, the refusal is judged.
         """
         self.claims_in_flight.discard(call)
+        self.told_when_sent.pop(call, None)
         for w in [w for w in self.waiting if call in w.calls]:
             if not known:
                 self.waiting.remove(w)

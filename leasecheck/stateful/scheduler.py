@@ -72,6 +72,7 @@ class Scheduler:
         raise NotImplementedError
 
     claims_in_flight: set[int]
+    answering: int | None
     """Claim calls (by the history line that sent them) sent and not answered yet."""
 
     def _claim_in_flight(self, call: int) -> None:
@@ -118,7 +119,11 @@ class Scheduler:
                 w.beat_waiting = None
             else:
                 w.waiting = None
-            outcome = self._finish(w, op, held, at, result, done, beat=beat)
+            self.answering = call if call in self.claims_in_flight else None
+            try:
+                outcome = self._finish(w, op, held, at, result, done, beat=beat)
+            finally:
+                self.answering = None
             if call in self.claims_in_flight:
                 self.claims_in_flight.discard(call)
                 self._claim_over(call, op, outcome)
