@@ -12,7 +12,7 @@ from leasecheck.stateful import memory
 def _cache_bound() -> int:
     """The bound of the cache a run started now would get, read off a real engine."""
     runner = engine.ConjectureRunner(lambda data: None, settings=settings(database=None))
-    return runner._ConjectureRunner__data_cache.max_size  # type: ignore[attr-defined]
+    return int(runner._ConjectureRunner__data_cache.max_size)  # type: ignore[attr-defined]
 
 
 def test_a_run_inside_gets_the_bound_and_one_after_hypothesis_default() -> None:
