@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from leasecheck.stateful.moves import AFTER, BATCH, PICK, STALL, TAKE, Stall, Take
+from leasecheck.stateful.moves import AFTER, BATCH, HOLD, PICK, STALL, TAKE, Stall, Take
 
 
 class Hollow(RuleBasedStateMachine):
@@ -65,8 +65,8 @@ class Hollow(RuleBasedStateMachine):
     def resume(self, pick: int) -> None:
         pass
 
-    @rule(pick=PICK, after=AFTER)
-    def preempt(self, pick: int, after: int) -> None:
+    @rule(pick=PICK, after=AFTER, hold=HOLD)
+    def preempt(self, pick: int, after: int, hold: int) -> None:
         pass
 
     @rule(pick=PICK)

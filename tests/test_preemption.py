@@ -16,7 +16,7 @@ import pytest
 import mutants
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract, replay
-from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.moves import Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import FENCING, NO_LOST_JOBS, PropertyViolated
@@ -201,3 +201,53 @@ def test_the_reference_refuses_the_beat_that_waited_out_its_completion(
 ) -> None:
     done = _replay(ReferenceQueue(), reference_pool, BEAT_IN_FLIGHT)
     assert [s.rule for s in done.ran] == [s.rule for s in BEAT_IN_FLIGHT]
+
+
+STALE_AFTER_CHECK_HELD = [
+    *STALE_AFTER_CHECK[:2],
+    Step("preempt", {"pick": 0, "after": 1, "hold": 1}),
+    *STALE_AFTER_CHECK[3:-1],
+]
+"""The same race with the shortest pause drawn: one step, but w0 is stopped (SIGSTOP) by
+then, so its call goes on when w0 resumes; no `resume_call` is needed."""
+
+
+def test_a_pause_with_a_hold_goes_on_by_itself_after_its_steps(
+    reference_pool: actors.Pool,
+) -> None:
+    """The completion paused at step 4 is due after step 5, when its worker is stopped; it
+    goes on at the end of step 8, which resumes the worker, and the race is caught."""
+    queue = contract.load(mutants.ALL["check-then-act"])
+    machine = LeaseMachine(Harness(queue=queue, pool=reference_pool))
+    machine.d.h.reset()
+    parked: list[bool] = []
+
+    def run() -> None:
+        for step in STALE_AFTER_CHECK_HELD:
+            getattr(machine, step.rule)(**step.args)
+            parked.append(bool(machine.d._parked()))
+            machine.every_property_holds()
+        machine.teardown()  # the judge names the accepted stale completion by then
+
+    with pytest.raises(PropertyViolated) as caught:
+        run()
+    assert parked == [False, False, False, True, True, True, True, False]
+    assert caught.value.violation.prop == FENCING, caught.value
+    assert "the completion of stale w0:job1#1 was accepted" in caught.value.violation.message
+
+
+def test_a_program_saved_without_a_hold_pauses_until_resume_call(
+    reference_pool: actors.Pool,
+) -> None:
+    """Programs written before `hold` replay as they ran: the pause lasts until resume_call."""
+    machine = LeaseMachine(Harness(queue=ReferenceQueue(), pool=reference_pool))
+    machine.d.h.reset()
+    for step in STALE_AFTER_CHECK[:-1]:
+        getattr(machine, step.rule)(**step.args)
+        machine.every_property_holds()
+    for _ in range(8):
+        machine.time_passes(to="second")
+    assert [w.name for w in machine.d._parked()] == ["w0"]
+    machine.resume_call(pick=0)
+    assert not machine.d._parked()
+    machine.teardown()

@@ -131,6 +131,12 @@ class Core(Scheduler):
         """The moves made so far, as the rules called them: what a failure saves."""
         self.armed: dict[str, int] = {}
         """Actors whose next call is preempted between round trips, and after how many."""
+        self.holds: dict[str, int] = {}
+        """Armed actors whose paused call goes on by itself, and after how many steps."""
+        self.pauses: dict[str, tuple[int, int]] = {}
+        """Actors whose call is paused for a while: the step it paused in, and for how many."""
+        self.steps = 0
+        """Steps made so far: what a pause's `hold` counts."""
         self.cancelled: set[int] = set()
         """ids of sessions whose running call the harness cancelled (the error is its doing)."""
         self.claims_in_flight: set[int] = set()
@@ -145,11 +151,25 @@ class Core(Scheduler):
     def _step(self) -> Iterator[None]:
         """Mark the example broken if a step raises, so teardown does not judge it."""
         self.broken = True
+        self.steps += 1
         yield
         self._settle()
+        self._end_pauses()
         self.broken = False
         if self.priorities is not None:
             self.priorities.step()
+
+    def _end_pauses(self) -> None:
+        """Let each call whose pause has lasted its steps go on, oldest pause first; a
+        worker stopped meanwhile (SIGSTOP) goes on with it once it is resumed."""
+        parked = {w.name: w for w in self._parked()}
+        for name, (since, hold) in sorted(self.pauses.items(), key=lambda p: p[1][0]):
+            w = parked.get(name)
+            if w is None:  # resumed by `resume_call`, or its worker crashed
+                del self.pauses[name]
+            elif self.steps - since >= hold and not w.paused:
+                del self.pauses[name]
+                self._resume_call(w)
 
     def _new_worker(self, name: str) -> Worker:
         beat = self.pool.open(f"{name}/beat") if self.caps.heartbeats else None

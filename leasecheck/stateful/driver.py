@@ -215,14 +215,17 @@ class Driver(Calls):
                 self.history.add(self.now, w.name, "commit", "event")
             self._end_txn(w, commit=commit, why="rolled back by the worker")
 
-    def preempt(self, pick: int, after: int) -> None:
+    def preempt(self, pick: int, after: int, hold: int | None = None) -> None:
         """Arm an actor (a worker, or the queue's sweeper): its next call that sends more
         than `after` round trips is paused after `after` of them, between two of its
-        statements, until `resume_call` (shorter calls before it run whole)."""
+        statements (shorter calls before it run whole), and goes on by itself after
+        `hold` further steps, or sooner by `resume_call`; without `hold`, only then."""
         with self._step():
             name = self._pick_name(self._preemptible(), pick)
             self.armed[name] = after
-            note = f"after statement {after}"
+            if hold is not None:
+                self.holds[name] = hold
+            note = f"after statement {after}" + (f", for {hold} steps" if hold else "")
             self.history.add(self.now, name, "preempt", "event", note=note)
             said = f"its next call of more statements pauses after statement {after}"
             self.say(f"t={seconds(self.now)} {name}: {said}")
@@ -316,6 +319,7 @@ class Driver(Calls):
     def _heal_and_drain(self) -> None:
         self.say(f"t={seconds(self.now)} teardown: heal every worker, finish held work, drain")
         self.armed.clear()  # nothing the teardown sends is preempted
+        self.holds.clear()
         for w in self.workers:
             if w.paused:
                 self._resume(w)

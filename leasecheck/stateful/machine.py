@@ -21,7 +21,18 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from leasecheck.stateful.contract import Capabilities
 from leasecheck.stateful.core import MAX_JOBS, Harness
 from leasecheck.stateful.driver import Driver
-from leasecheck.stateful.moves import AFTER, BATCH, CHANGES, ORDERS, PICK, STALL, TAKE, Stall, Take
+from leasecheck.stateful.moves import (
+    AFTER,
+    BATCH,
+    CHANGES,
+    HOLD,
+    ORDERS,
+    PICK,
+    STALL,
+    TAKE,
+    Stall,
+    Take,
+)
 from leasecheck.stateful.program import recorded
 from leasecheck.stateful.properties import violation_error
 
@@ -169,11 +180,12 @@ class LeaseMachine(RuleBasedStateMachine):
         self.d.open_transaction(pick)
 
     @precondition(lambda self: self.d.can_preempt())
-    @rule(pick=PICK, after=AFTER)
+    @rule(pick=PICK, after=AFTER, hold=HOLD)
     @recorded
-    def preempt(self, pick: int, after: int) -> None:
-        """An actor's next call is paused after `after` round trips, between two statements."""
-        self.d.preempt(pick, after)
+    def preempt(self, pick: int, after: int, hold: int | None = None) -> None:
+        """An actor's next call is paused after `after` round trips, between two statements,
+        for `hold` further steps (a program saved without `hold`: until `resume_call`)."""
+        self.d.preempt(pick, after, hold)
 
     @precondition(lambda self: self.d.can_resume_call())
     @rule(pick=PICK)

@@ -25,6 +25,13 @@ PICK = st.integers(min_value=0, max_value=7)
 AFTER = st.integers(min_value=1, max_value=3)
 """After how many round trips a preempted call pauses (a transaction's BEGIN is one)."""
 
+HOLD = st.integers(min_value=1, max_value=6)
+"""How many further steps a call paused between its statements waits before it goes on
+by itself (`resume_call` may end the pause sooner). Left to `resume_call` alone, a pause
+mostly lasted until the worker crashed or the example ended: in one `ci` run 93 calls
+paused and 11 went on before teardown, so the race a pause opens was rarely closed.
+The simplest value, one step between two statements, is the shallowest preemption."""
+
 BATCH = st.integers(min_value=1, max_value=3)
 """How many jobs a batch claim asks for, or a batch completion takes."""
 

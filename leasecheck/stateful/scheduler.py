@@ -61,6 +61,9 @@ class Scheduler:
     armed: dict[str, int]
     """Actors whose calls are preempted after so many round trips, until one parks (a call
     that ends before its gate leaves the actor armed for the next)."""
+    holds: dict[str, int]
+    pauses: dict[str, tuple[int, int]]
+    steps: int
 
     def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
         raise NotImplementedError
@@ -156,6 +159,8 @@ class Scheduler:
         if session.parked:
             assert session.gate is not None
             self.armed.pop(w.name, None)
+            if w.name in self.holds:  # goes on by itself after so many further steps
+                self.pauses[w.name] = (self.steps, self.holds.pop(w.name))
             statement = self.pool.last_statement(session)
             said = f"paused after statement {session.gate.after}"
             self.history.add(self.now, w.name, op, "event", job=job, value=statement, note=said)
