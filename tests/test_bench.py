@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from hypothesis.stateful import RuleBasedStateMachine
 
+import mutants
+from bench import ci_margin
 from bench.hollow import Hollow
 from bench.wire import Wire
-from leasecheck.stateful import clock
-from leasecheck.stateful.machine import LeaseMachine
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.shards import Shard
+from leasecheck.stateful import actors, clock, contract
+from leasecheck.stateful.machine import Harness, LeaseMachine
 
 
 def _shape(machine: type[RuleBasedStateMachine]) -> dict[str, dict[str, str]]:
@@ -36,3 +40,11 @@ def test_wire_counts_one_round_trip_per_statement_by_kind(reference_dsn: str) ->
     assert wire.counts == {"queue": 7, "oracle": 1, "lock watch": 1}
     assert min(min(s) for s in wire.seconds.values()) >= 0
     assert max(wire.seconds["queue"]) >= 0.05
+
+
+def test_the_ci_margin_counts_broken_properties_per_shard(reference_pool: actors.Pool) -> None:
+    """A ci shard on the naive queue breaks single-completion; on the reference, nothing."""
+    naive = Harness(queue=contract.load(mutants.ALL["naive"]), pool=reference_pool)
+    assert ci_margin.shard_verdict(naive, Shard(0, 8)) == "single-completion"
+    reference = Harness(queue=ReferenceQueue(), pool=reference_pool)
+    assert ci_margin.shard_verdict(reference, Shard(0, 8)) is None
