@@ -8,8 +8,9 @@ others four) with at most P preemptions of a call between its statements, breadt
 first. Each program runs from a reset queue on the
 driver directly, is judged after every move and then torn down (heal, finish, drain,
 judge), so a program that breaks a property is a counterexample with the same files
-a property run leaves. A program whose end state (the model, plus what the queue's
-`state()` shows) was reached before is not extended: what follows it was explored.
+a property run leaves. A program whose end state (the model, what the queue's
+`state()` shows, and every row of its tables) was reached before is not extended: what
+follows it was explored.
 It ends in a counterexample or in "no violation in scope: X schedules, Y distinct
 states", or, when the time budget runs out first, says how far it got: a search cut
 short is no proof.
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from psycopg import Connection, sql
+
 from leasecheck.dbfixtures import janitor, servers
 from leasecheck.stateful import actors, clock, contract, probe
 from leasecheck.stateful.core import MAX_JOBS, Harness
@@ -32,6 +35,7 @@ from leasecheck.stateful.driver import Driver
 from leasecheck.stateful.moves import WAKE_UP, Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.sqlfile import load
 
 TIMES = ("lease-end", "past-lease-end", "before-lease-end", "beat")
 AFTERS = (1, 2, 3)
@@ -136,8 +140,39 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
     return out
 
 
-def fingerprint(d: Driver) -> Hashable:
-    """Return the state a program ended in: the model, and what the queue shows."""
+QUERIES = load(Path(__file__).with_name("explore.sql"))
+
+
+class Tables:
+    """Reads a digest of every row the queue keeps, in one round trip.
+
+    Two programs whose model and `state()` agree may still have left different rows:
+    a stale failure report that moved the owner's lease end shows nowhere else. Merging
+    them would skip what follows the second, and "no violation in scope" would not be
+    true, so the rows (in heap order) are part of the state. Session state a queue
+    keeps outside its tables (advisory locks, settings) is not.
+    """
+
+    def __init__(self, conn: Connection[Any]) -> None:
+        tables = [
+            sql.Identifier(schema, name) for schema, name in conn.execute(QUERIES["tables"].text)
+        ]
+        rows = sql.SQL(QUERIES["rows"].text)
+        self.statement = sql.SQL("\nunion all\n").join(
+            sql.SQL("(") + rows.format(t) + sql.SQL(")") for t in tables
+        )
+        self.empty = not tables
+
+    def digest(self, conn: Connection[Any]) -> tuple[str, ...]:
+        """Return one digest per table, in a fixed order."""
+        if self.empty:
+            return ()
+        return tuple(row[0] for row in conn.execute(self.statement))
+
+
+def fingerprint(d: Driver, tables: Tables | None = None) -> Hashable:
+    """Return the state a program ended in: the model, what the queue shows, and (with
+    `tables`) every row it keeps."""
     workers = tuple(
         (
             w.paused,
@@ -155,10 +190,13 @@ def fingerprint(d: Driver) -> Hashable:
     )
     shown = tuple(d._observe(j) for j in d.oracle.jobs) if d.caps.state is not None else ()
     sweeper = d.sweeper is not None and d.sweeper.waiting is not None
-    return (d.now, workers, jobs, shown, tuple(sorted(d.armed.items())), sweeper)
+    rows = tables.digest(d.pool.monitor) if tables is not None else ()
+    return (d.now, workers, jobs, shown, tuple(sorted(d.armed.items())), sweeper, rows)
 
 
-def _run(harness: Harness, steps: list[Step], scope: Scope) -> tuple[Hashable, list[Step]]:
+def _run(
+    harness: Harness, steps: list[Step], scope: Scope, tables: Tables | None = None
+) -> tuple[Hashable, list[Step]]:
     """Run `steps` on a fresh driver, judging after each and at the end; return the state it
     reached and the moves it offers next. A broken property raises."""
     harness.reset()
@@ -169,7 +207,7 @@ def _run(harness: Harness, steps: list[Step], scope: Scope) -> tuple[Hashable, l
             getattr(d, step.rule)(**step.args)
             d.check()
         preempted = sum(s.rule == "preempt" for s in steps)
-        state, offered = fingerprint(d), enabled(d, scope, preempted)
+        state, offered = fingerprint(d, tables), enabled(d, scope, preempted)
     except BaseException:
         d._clean_up()
         raise
@@ -183,8 +221,9 @@ def explore(harness: Harness, scope: Scope, budget: float = 60.0) -> Outcome:
     done = Outcome()
     seen: set[Hashable] = set()
     start = scope.start()
+    tables = Tables(harness.pool.monitor)
     try:
-        _, offered = _run(harness, start, scope)
+        _, offered = _run(harness, start, scope, tables)
     except PropertyViolated as error:
         return _found(done, error, start, started)
     frontier = [(start, offered)]
@@ -199,7 +238,7 @@ def explore(harness: Harness, scope: Scope, budget: float = 60.0) -> Outcome:
                 steps = [*prefix, move]
                 done.schedules += 1
                 try:
-                    state, offered = _run(harness, steps, scope)
+                    state, offered = _run(harness, steps, scope, tables)
                 except PropertyViolated as error:
                     return _found(done, error, steps, started)
                 if state not in seen:

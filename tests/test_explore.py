@@ -11,7 +11,7 @@ from leasecheck import explore
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract
 from leasecheck.stateful.core import Harness
-from leasecheck.stateful.properties import SINGLE_COMPLETION
+from leasecheck.stateful.properties import EXCLUSIVE_LEASE, SINGLE_COMPLETION
 
 
 def test_the_reference_has_no_violation_in_a_small_scope(reference_pool: actors.Pool) -> None:
@@ -30,6 +30,19 @@ def test_the_story_is_found_in_two_moves(reference_pool: actors.Pool) -> None:
     assert done.violation is not None
     assert done.violation.violation.prop == SINGLE_COMPLETION
     assert [s.rule for s in done.counterexample] == ["start", "claim", "asleep"]
+
+
+def test_rows_the_queue_does_not_show_keep_two_states_apart(reference_pool: actors.Pool) -> None:
+    """stale-release's stale failure report ends the owner's lease in the row alone: the
+    model and state() read as after a refused completion. Merged with it, the claim that
+    breaks exclusive-lease was never tried, and the scope read "no violation"."""
+    queue = contract.load(mutants.ALL["stale-release"])
+    scope = explore.Scope(workers=2, jobs=1, moves=3, preemptions=0)
+    done = explore.explore(Harness(queue=queue, pool=reference_pool), scope, 120.0)
+    assert done.violation is not None, done.said(scope)
+    assert done.violation.violation.prop == EXCLUSIVE_LEASE
+    assert [s.rule for s in done.counterexample] == ["start", "claim", "asleep", "claim"]
+    assert done.counterexample[2].args["how"].then == "fail"
 
 
 def test_a_search_cut_short_says_it_proves_nothing(reference_pool: actors.Pool) -> None:

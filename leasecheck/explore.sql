@@ -1,0 +1,16 @@
+-- name: tables
+-- The tables whose rows are part of an explored state: every ordinary table outside the
+-- system schemas (the queue's, whatever they are called, and the harness's own).
+select n.nspname, c.relname
+  from pg_class c
+  join pg_namespace n on n.oid = c.relnamespace
+ where c.relkind in ('r', 'p')
+   and n.nspname not in ('pg_catalog', 'information_schema')
+   and n.nspname not like 'pg\_toast%'
+   and n.nspname not like 'pg\_temp%'
+ order by 1, 2
+
+-- name: rows
+-- One table's rows, in the order a scan without ORDER BY meets them (the placeholder is
+-- the table): a digest of what the queue holds, shown or not.
+select md5(coalesce(string_agg(r::text, E'\n' order by r.ctid), '')) from {} as r
