@@ -144,13 +144,15 @@ QUERIES = load(Path(__file__).with_name("explore.sql"))
 
 
 class Tables:
-    """Reads a digest of every row the queue keeps, in one round trip.
+    """Reads a digest of every row of the tables there are when the search starts (the
+    queue's and the harness's), in one round trip.
 
     Two programs whose model and `state()` agree may still have left different rows:
     a stale failure report that moved the owner's lease end shows nowhere else. Merging
     them would skip what follows the second, and "no violation in scope" would not be
     true, so the rows (in heap order) are part of the state. Session state a queue
-    keeps outside its tables (advisory locks, settings) is not.
+    keeps outside its tables (advisory locks, settings) is not, nor a table it creates
+    only later (a partition made on enqueue).
     """
 
     def __init__(self, conn: Connection[Any]) -> None:

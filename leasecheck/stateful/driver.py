@@ -225,7 +225,8 @@ class Driver(Calls):
             self.armed[name] = after
             if hold is not None:
                 self.holds[name] = hold
-            note = f"after statement {after}" + (f", for {hold} steps" if hold else "")
+            steps = "" if hold is None else f", for {hold} step{'s' * (hold != 1)}"
+            note = f"after statement {after}{steps}"
             self.history.add(self.now, name, "preempt", "event", note=note)
             said = f"its next call of more statements pauses after statement {after}"
             self.say(f"t={seconds(self.now)} {name}: {said}")

@@ -75,8 +75,9 @@ class Scheduler:
         raise NotImplementedError
 
     claims_in_flight: set[int]
-    answering: int | None
     """Claim calls (by the history line that sent them) sent and not answered yet."""
+    answering: int | None
+    """The claim call in flight whose answer is being handled, if one is."""
 
     def _claim_in_flight(self, call: int) -> None:
         """A claim call was left in flight (paused between statements, or blocked)."""
