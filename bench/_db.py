@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import psycopg
-
 from leasecheck.dbfixtures import embedded, janitor
 from leasecheck.stateful import clock, contract
 
@@ -17,10 +15,7 @@ def reference_database(pg_dsn: str | None) -> Iterator[str]:
     server = None if pg_dsn else embedded.start()
     try:
         with janitor.temporary(pg_dsn or (server.dsn if server else ""), "bench") as dsn:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                clock.install(conn)
-                clock.use_simulated_time(conn)
-                contract.load("leasecheck.reference.queue:ReferenceQueue").install(conn)
+            clock.prepare(dsn, contract.load("leasecheck.reference.queue:ReferenceQueue"))
             yield dsn
     finally:
         if server is not None:

@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 from psycopg import Connection, sql
 
+from leasecheck.stateful import stillness
 from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("clock.sql"))
@@ -47,11 +48,13 @@ def counting_reads(conn: Connection[Any]) -> Iterator[Callable[[], int]]:
 
 
 def prepare(dsn: str, queue: Any) -> None:
-    """Install the harness schema and then `queue` (which may read `now()`) at `dsn`."""
+    """Install the harness schema and then `queue` (which may read `now()`) at `dsn`,
+    a database the suite created; then keep autovacuum off its tables (`stillness`)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         install(conn)
         use_simulated_time(conn)
         queue.install(conn)
+        stillness.autovacuum_off(conn)
 
 
 def use_simulated_time(conn: Connection[Any]) -> None:
