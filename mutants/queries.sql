@@ -27,13 +27,18 @@ update jobs
 returning id
 
 -- name: claim_without_cap
--- no-retry-cap: reclaim expired jobs whatever their attempt count.
+-- no-retry-cap: reclaim expired jobs whatever their attempt count. (The pick is a CTE,
+-- as in the reference: a LIMIT 1 ... SKIP LOCKED subquery in FROM may be run again for
+-- every row under a nested-loop plan and take several jobs in one claim.)
+with next as (
+    select id from jobs
+     where status = 'queued' or (status = 'running' and lease_until < now())
+     order by id limit 1 for update skip locked
+)
 update jobs
    set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
        lease_until = now() + %(lease)s
-  from (select id from jobs
-         where status = 'queued' or (status = 'running' and lease_until < now())
-         order by id limit 1 for update skip locked) next
+  from next
  where jobs.id = next.id
 returning jobs.id, jobs.attempt
 
@@ -96,15 +101,18 @@ update jobs
 -- name: claim_without_giving_up
 -- limbo-at-cap: the reference claim without its first step, so a job whose lease ran out
 -- on its last attempt is neither handed out nor failed: it stays running forever.
+with next as (
+    select id from jobs
+     where status = 'queued'
+        or (status = 'running' and lease_until < now() and attempt < max_attempts)
+     order by id
+     limit 1
+     for update skip locked
+)
 update jobs
    set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
        lease_until = now() + %(lease)s, claimed_at = now()
-  from (select id from jobs
-         where status = 'queued'
-            or (status = 'running' and lease_until < now() and attempt < max_attempts)
-         order by id
-         limit 1
-         for update skip locked) as next
+  from next
  where jobs.id = next.id
 returning jobs.id, jobs.attempt
 
@@ -136,14 +144,17 @@ returning id
 
 -- name: claim_without_recovery
 -- no-recovery: hand out only queued jobs; a job whose worker died stays running for good.
+with next as (
+    select id from jobs
+     where status = 'queued'
+     order by id
+     limit 1
+     for update skip locked
+)
 update jobs
    set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
        lease_until = now() + %(lease)s, claimed_at = now()
-  from (select id from jobs
-         where status = 'queued'
-         order by id
-         limit 1
-         for update skip locked) as next
+  from next
  where jobs.id = next.id
 returning jobs.id, jobs.attempt
 

@@ -1,7 +1,7 @@
 -- name: autovacuum_off
--- Autovacuum off on every table of this database (one the suite created): an ANALYZE it
--- starts when enough rows changed lands at a moment of the clock's choosing, not the
--- program's, and changes the plans, so the order a statement locks its rows in.
+-- Autovacuum off on every table of this database (one the suite created): a VACUUM or
+-- ANALYZE it starts when enough rows changed lands at a moment of the clock's choosing,
+-- not the program's, and the statistics it leaves change the plans mid-run.
 do $$
 declare
     t record;

@@ -1,0 +1,73 @@
+"""A claim hands out one job whatever the planner's statistics say.
+
+`update jobs ... from (select id ... limit 1 for update skip locked) as next` looks
+like a one-job claim, but under a nested-loop plan PostgreSQL runs that subquery again
+for every row of `jobs`, and SKIP LOCKED passes over the row the statement has just
+taken: one call takes several jobs and returns them all (a caller's `fetchone` keeps
+one; the others sit running under a lease nobody holds). The planner picks that plan
+when the statistics say `jobs` has about one row, as they did after an autovacuum
+mid-example: three mutants whose claim had that shape took two and three jobs at a
+time, which made their runs irreproducible and gave them a second bug besides their
+own. Each claim here meets those statistics and must take exactly one job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+import mutants
+from leasecheck.dbfixtures import janitor
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful import clock, contract
+
+QUEUES = {"reference": "leasecheck.reference.queue:ReferenceQueue", **mutants.ALL}
+SUBQUERY_IN_FROM = """
+update jobs set status = 'running', attempt = jobs.attempt + 1, locked_by = 'w',
+       lease_until = now() + interval '30 seconds'
+  from (select id from jobs where status = 'queued'
+         order by id limit 1 for update skip locked) as next
+ where jobs.id = next.id
+returning jobs.id
+"""
+
+
+@pytest.fixture(scope="module")
+def one_row_statistics(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
+    """Return a database of its own with the reference schema (its statistics get changed)."""
+    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_one") as dsn:
+        clock.prepare(dsn, ReferenceQueue())
+        yield dsn
+
+
+def _three_jobs_seen_as_one(conn: psycopg.Connection[Any]) -> None:
+    """Leave three queued jobs in a table whose statistics say it holds one."""
+    conn.execute("delete from receipts; delete from jobs")
+    conn.execute("vacuum jobs")
+    conn.execute("insert into jobs (payload) values ('{}')")
+    conn.execute("vacuum analyze jobs")
+    conn.execute("insert into jobs (payload) values ('{}'), ('{}')")
+
+
+def test_a_subquery_in_from_takes_several_jobs(one_row_statistics: str) -> None:
+    """The hazard is real on this server: the subquery shape takes more than one job."""
+    with clock.connect(one_row_statistics) as conn:
+        _three_jobs_seen_as_one(conn)
+        taken = conn.execute(SUBQUERY_IN_FROM).fetchall()
+    assert len(taken) > 1
+
+
+@pytest.mark.parametrize("name", sorted(QUEUES))
+def test_a_claim_takes_one_job(one_row_statistics: str, name: str) -> None:
+    """The reference's claim and every mutant's take one job of three."""
+    queue = contract.load(QUEUES[name])
+    with clock.connect(one_row_statistics) as conn:
+        _three_jobs_seen_as_one(conn)
+        claim = queue.claim(conn, "w", timedelta(seconds=30))
+        running = conn.execute("select count(*) from jobs where status = 'running'").fetchone()
+    assert claim is not None
+    assert running == (1,), f"{name}'s claim took {running} jobs"
