@@ -12,7 +12,10 @@ hollow machine says how much of it no harness could remove.
 
 `--without claim_batch,complete_batch,sweep,preempt,resume_call` leaves out the rules
 added since 2026-11-30 (their preconditions never hold), so the examples make the moves
-that code made: a step of the same kind, costed side by side with it.
+that code made: a step of the same kind, costed side by side with it. Steps are not a
+fixed unit of work (the moves and the driver have changed what one sends), so the
+report also divides the time by the queue's own round trips: what a unit of the work
+under test costs, comparable across versions.
 """
 
 from __future__ import annotations
@@ -136,6 +139,7 @@ def main() -> None:
         "steps_per_second": steps / elapsed,
         "examples_per_second": examples / elapsed,
         "step_us": step * 1e6,
+        "per_queue_round_trip_us": step * 1e6 / kinds["queue"]["per_step"],
         "round_trip_floor_us": floor * 1e6,
         "round_trips": kinds,
         "needed_round_trips_per_step": needed,
@@ -164,6 +168,7 @@ def _print(r: dict[str, Any]) -> None:
     floor = f"needed round trips x floor ({r['round_trip_floor_us']:.0f} us)"
     rows = [
         ("one step", r["step_us"]),
+        ("per queue round trip (step / their count)", r["per_queue_round_trip_us"]),
         ("Hypothesis alone (hollow machine)", r["hypothesis_alone_us"]),
         (floor, r["needed_round_trips_us"]),
         ("needed round trips x their median", r["needed_sql_us"]),
