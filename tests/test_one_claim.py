@@ -2,13 +2,15 @@
 
 `update jobs ... from (select id ... limit 1 for update skip locked) as next` looks
 like a one-job claim, but under a nested-loop plan PostgreSQL runs that subquery again
-for every row of `jobs`, and SKIP LOCKED passes over the row the statement has just
-taken: one call takes several jobs and returns them all (a caller's `fetchone` keeps
-one; the others sit running under a lease nobody holds). The planner picks that plan
-when the statistics say `jobs` has about one row, as they did after an autovacuum
-mid-example: three mutants whose claim had that shape took two and three jobs at a
-time, which made their runs irreproducible and gave them a second bug besides their
-own. Each claim here meets those statistics and must take exactly one job.
+for every row of `jobs`; each run's lock step passes over the row this same statement
+has just updated (with or without SKIP LOCKED) and takes the next, so one call takes
+several jobs and returns them all (a caller's `fetchone` keeps one; the others sit
+running under a lease nobody holds). `where id in (select ... limit 1 ...)` does the
+same; a CTE or `where id = (select ...)` runs the pick once. The planner chooses that
+plan when the statistics say `jobs` holds about one row, as they did after an
+autovacuum mid-example: three mutants whose claim had that shape took two and three
+jobs at a time, which made their runs irreproducible and gave them a second bug besides
+their own. Each claim here meets those statistics and must take exactly one job.
 """
 
 from __future__ import annotations
@@ -26,14 +28,16 @@ from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import clock, contract
 
 QUEUES = {"reference": "leasecheck.reference.queue:ReferenceQueue", **mutants.ALL}
-SUBQUERY_IN_FROM = """
-update jobs set status = 'running', attempt = jobs.attempt + 1, locked_by = 'w',
-       lease_until = now() + interval '30 seconds'
-  from (select id from jobs where status = 'queued'
-         order by id limit 1 for update skip locked) as next
- where jobs.id = next.id
-returning jobs.id
-"""
+PICK = "select id from jobs where status = 'queued' order by id limit 1 for update skip locked"
+SET = (
+    "set status = 'running', attempt = jobs.attempt + 1, locked_by = 'w',"
+    " lease_until = now() + interval '30 seconds'"
+)
+SHAPES = {
+    "subquery in from": f"update jobs {SET} from ({PICK}) as next where jobs.id = next.id",
+    "in (subquery)": f"update jobs {SET} where id in ({PICK})",
+}
+"""Two one-job claims that are not: each may run its pick once per row."""
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +57,12 @@ def _three_jobs_seen_as_one(conn: psycopg.Connection[Any]) -> None:
     conn.execute("insert into jobs (payload) values ('{}'), ('{}')")
 
 
-def test_a_subquery_in_from_takes_several_jobs(one_row_statistics: str) -> None:
-    """The hazard is real on this server: the subquery shape takes more than one job."""
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_a_pick_run_per_row_takes_several_jobs(one_row_statistics: str, shape: str) -> None:
+    """The hazard is real on this server: these shapes take more than one job."""
     with clock.connect(one_row_statistics) as conn:
         _three_jobs_seen_as_one(conn)
-        taken = conn.execute(SUBQUERY_IN_FROM).fetchall()
+        taken = conn.execute(f"{SHAPES[shape]} returning jobs.id").fetchall()
     assert len(taken) > 1
 
 
