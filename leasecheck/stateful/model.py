@@ -42,6 +42,10 @@ class JobModel:
     completed_by: list[Grant] = field(default_factory=list)
     effect_keys: set[str] = field(default_factory=set)
     effects_accepted: int = 0
+    unsure: list[Grant] = field(default_factory=list)
+    """Grants whose order against each other cannot be told: one of their claims
+    answered after the others were granted while it was in flight, so which of them
+    owns the job is unknown until a later grant settles it."""
 
     @property
     def finished(self) -> bool:
@@ -99,6 +103,9 @@ class Oracle:
     """Grants told so far."""
     told_when_sent: dict[int, int] = field(default_factory=dict)
     """For each claim call in flight, how many grants had been told when it was sent."""
+    lost_claims: int = 0
+    """Claim calls in flight whose answer was lost (connection gone, call cancelled):
+    each may have taken a job, and so used one of its attempts, unseen."""
 
     def saw(self, situation: str) -> None:
         """Count a situation (`stateful.coverage.SITUATIONS`) the example produced."""
@@ -167,7 +174,8 @@ class Oracle:
             self.unjudged.append(
                 f"{label} answered after {', '.join(g.label for g in meanwhile)} of "
                 f"{job.label} was granted while its claim was in flight: which came first, "
-                "and so their token order and leases against each other, cannot be told"
+                "and so their token order, their leases against each other and which of "
+                "them owns the job, cannot be told"
             )
         if any(not g.released for g in job.grants):
             self.saw("expired lease claimed again")
@@ -218,7 +226,24 @@ class Oracle:
         self._note_key(job, key)
         job.grants.append(new)
         job.tokens.append(claim.token)
+        # A grant told with none meanwhile came after every grant told before it: it owns
+        # the job for sure. Otherwise the owner is one of the grants that raced.
+        job.unsure = [*dict.fromkeys([*job.unsure, *meanwhile, new])] if meanwhile else []
         return new
+
+    def _unsure(self, job: JobModel, grant: Grant, what: str, accepted: bool) -> bool:
+        """Say, and return, whether `grant` is among the job's grants whose order cannot
+        be told: then whether its call was the owner's or a stale one is unknown too, and
+        neither its acceptance nor its refusal is judged."""
+        if grant not in job.unsure:
+            return False
+        others = ", ".join(g.label for g in job.unsure if g is not grant)
+        answer = "accepted" if accepted else "refused"
+        self.unjudged.append(
+            f"the {what} of {grant.label} was {answer}: whether it or {others} owns "
+            f"{job.label} cannot be told (their claims raced, one in flight)"
+        )
+        return True
 
     def _refused(self, grant: Grant, what: str, at: int, raised: str | None = None) -> None:
         """Judge the owner's call that the queue refused at `at`.
@@ -251,6 +276,9 @@ class Oracle:
         status = self.observe(grant.claim.job_id)
         if status == FAILED and self.exhausted(job):
             return  # given up at its cap, as the queue's own table shows
+        if status == FAILED and self.may_be_exhausted(job):
+            self.unjudged.append(f"{late}: {self._lost_attempts(job)}")
+            return
 
         def flag() -> None:
             why = f"nobody else was granted {job.label}; the queue shows it {status}"
@@ -277,6 +305,8 @@ class Oracle:
         """
         self.claims_in_flight.discard(call)
         self.told_when_sent.pop(call, None)
+        if not known:
+            self.lost_claims += 1
         for w in [w for w in self.waiting if call in w.calls]:
             if not known:
                 self.waiting.remove(w)
@@ -319,6 +349,8 @@ class Oracle:
         """
         job = self.job(grant.claim)
         self._situation(job, grant, "heartbeat", at, answered)
+        if self._unsure(job, grant, "heartbeat", accepted):
+            return
         if grant is self.owner(job):
             if accepted:
                 grant.renewals.append((at, grant.lease_end))
@@ -347,7 +379,16 @@ class Oracle:
         self._situation(job, grant, "completion", at, answered)
         if not accepted and not self.answers_complete:
             self.saw("completion refused")
-        if grant is self.owner(job):
+        if self._unsure(job, grant, "completion", accepted):
+            if accepted and self.answers_complete and job.completed_by:
+                self._flag(  # two accepted completions, whoever owned the job
+                    P.SINGLE_COMPLETION,
+                    f"the queue accepted {len(job.completed_by) + 1} completions of {job.label}",
+                    *(f"accepted: {g.label}" for g in [*job.completed_by, grant]),
+                    jobs=(job.label,),
+                    grants=(grant.label, *(g.label for g in job.completed_by)),
+                )
+        elif grant is self.owner(job):
             if not accepted:
                 self._refused(grant, "completion", at if answered is None else answered, raised)
         elif accepted:
@@ -385,7 +426,10 @@ class Oracle:
         """Judge a failure report; a refusal when it was answered (see `heartbeat`)."""
         job = self.job(grant.claim)
         self._situation(job, grant, "failure report", at, answered)
-        if grant is self.owner(job):
+        if self._unsure(job, grant, "failure report", accepted):
+            if accepted:
+                grant.released = True
+        elif grant is self.owner(job):
             if accepted:
                 grant.released = True
             else:
@@ -474,6 +518,22 @@ class Oracle:
         """Return whether the job used every attempt it was promised."""
         return self.max_attempts is not None and len(job.grants) >= self.max_attempts
 
+    def may_be_exhausted(self, job: JobModel) -> bool:
+        """Return whether claims that lost their answers could have used the job's last
+        attempts unseen."""
+        if self.max_attempts is None:
+            return False
+        return len(job.grants) + self.lost_claims >= self.max_attempts
+
+    def _lost_attempts(self, job: JobModel) -> str:
+        n = self.lost_claims
+        return (
+            f"the queue shows it failed for good after {len(job.grants)} claims seen of the "
+            f"{self.max_attempts} it was promised, and {n} claim{'s' if n != 1 else ''} lost "
+            f"{'their' if n != 1 else 'its'} answer, so whether its attempts were used up "
+            "cannot be told"
+        )
+
     def drained(self) -> None:
         """Judge no-lost-jobs, once healing and a full drain are over."""
         for w in self.waiting:  # the teardown lets every call answer: not expected
@@ -508,6 +568,9 @@ class Oracle:
                 continue
             if status == FAILED and not job.completed_by:
                 if self.max_attempts is None or self.exhausted(job):
+                    continue
+                if self.may_be_exhausted(job):
+                    self.unjudged.append(f"{job.label}: {self._lost_attempts(job)}")
                     continue
                 lost.append(
                     f"{job.label}: failed for good after {claims} of the {self.max_attempts} "
