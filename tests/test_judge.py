@@ -240,3 +240,32 @@ def test_a_claim_that_lost_its_answer_may_have_used_an_attempt() -> None:
     assert any("1 claim lost its answer" in line for line in lost.oracle.unjudged)
     seen = run(known=True)
     assert [v.prop for v in seen.oracle.violations] == ["no-lost-jobs"]
+
+
+def test_a_claim_that_lost_its_answer_may_have_taken_the_job() -> None:
+    """w1's claim is in flight when w0's lease runs out; w1's worker dies and the claim's
+    answer is lost; then w0's completion is refused. The lost claim may have taken the
+    job, so the refusal is not judged; had the claim answered nothing, it is late-owner."""
+
+    def run(answer: dict[str, object]) -> Judge:
+        facts = [
+            {"op": "enqueued", "args": {"job_id": 1, "label": "job1"}},
+            {"op": "grant", "args": {"job_id": 1, "token": 1, "worker": "w0",
+                                     "label": "w0:job1#1", "at": 0, "key": "k1", "event": 2}},
+            {"op": "claim_sent", "args": {"call": 7}},
+            {"op": "claim_answered", "args": {"call": 7, **answer}},
+            {"op": "complete", "args": {"grant": 0, "accepted": False, "at": 40_000_000,
+                                        "answered": 40_000_000}},
+        ]  # fmt: skip
+        if answer["known"]:
+            facts.append({"op": "state", "args": {"job_id": 1, "status": "running"}})
+        rules = {"lease": 30_000_000, "max_attempts": 3, "ordered_tokens": True, "observes": True}
+        return rejudge({"rules": rules, "facts": facts})
+
+    lost = run({"jobs": [], "known": False})
+    assert lost.oracle.violations == []
+    assert any(
+        "a claim that lost its answer may have taken job1" in u for u in lost.oracle.unjudged
+    )
+    nothing = run({"jobs": [], "known": True})
+    assert [v.prop for v in nothing.oracle.violations] == ["late-owner"]

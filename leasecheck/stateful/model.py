@@ -46,6 +46,9 @@ class JobModel:
     """Grants whose order against each other cannot be told: one of their claims
     answered after the others were granted while it was in flight, so which of them
     owns the job is unknown until a later grant settles it."""
+    unseen: bool = False
+    """Whether a claim that lost its answer may hold the job: then the grant told last
+    may no longer own it, until a later grant settles it."""
 
     @property
     def finished(self) -> bool:
@@ -229,21 +232,29 @@ class Oracle:
         # A grant told with none meanwhile came after every grant told before it: it owns
         # the job for sure. Otherwise the owner is one of the grants that raced.
         job.unsure = [*dict.fromkeys([*job.unsure, *meanwhile, new])] if meanwhile else []
+        job.unseen = False
         return new
 
     def _unsure(self, job: JobModel, grant: Grant, what: str, accepted: bool) -> bool:
-        """Say, and return, whether `grant` is among the job's grants whose order cannot
-        be told: then whether its call was the owner's or a stale one is unknown too, and
-        neither its acceptance nor its refusal is judged."""
-        if grant not in job.unsure:
-            return False
-        others = ", ".join(g.label for g in job.unsure if g is not grant)
+        """Say, and return, whether who owns the job cannot be told for `grant`'s call:
+        it is among grants whose order is unknown, or it was the owner before a claim that
+        lost its answer may have taken the job. Then whether the call was the owner's or
+        a stale one is unknown, and neither its acceptance nor its refusal is judged."""
         answer = "accepted" if accepted else "refused"
-        self.unjudged.append(
-            f"the {what} of {grant.label} was {answer}: whether it or {others} owns "
-            f"{job.label} cannot be told (their claims raced, one in flight)"
-        )
-        return True
+        if grant in job.unsure:
+            others = ", ".join(g.label for g in job.unsure if g is not grant)
+            self.unjudged.append(
+                f"the {what} of {grant.label} was {answer}: whether it or {others} owns "
+                f"{job.label} cannot be told (their claims raced, one in flight)"
+            )
+            return True
+        if job.unseen and grant is self.owner(job):
+            self.unjudged.append(
+                f"the {what} of {grant.label} was {answer}: a claim that lost its answer "
+                f"may have taken {job.label} since, so whether it still owns it cannot be told"
+            )
+            return True
+        return False
 
     def _refused(self, grant: Grant, what: str, at: int, raised: str | None = None) -> None:
         """Judge the owner's call that the queue refused at `at`.
@@ -307,6 +318,8 @@ class Oracle:
         self.told_when_sent.pop(call, None)
         if not known:
             self.lost_claims += 1
+            for job in self.jobs.values():  # which job it took, if any, is unknown
+                job.unseen = not job.finished
         for w in [w for w in self.waiting if call in w.calls]:
             if not known:
                 self.waiting.remove(w)
