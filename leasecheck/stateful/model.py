@@ -361,9 +361,9 @@ class Oracle:
         when the lock is let go, and the lease may have run out meanwhile.
         """
         job = self.job(grant.claim)
-        self._situation(job, grant, "heartbeat", at, answered)
         if self._unsure(job, grant, "heartbeat", accepted):
             return
+        self._situation(job, grant, "heartbeat", at, answered)
         if grant is self.owner(job):
             if accepted:
                 grant.renewals.append((at, grant.lease_end))
@@ -389,10 +389,12 @@ class Oracle:
     ) -> None:
         """Judge a completion; a refusal when it was answered (see `heartbeat`)."""
         job = self.job(grant.claim)
-        self._situation(job, grant, "completion", at, answered)
+        unsure = self._unsure(job, grant, "completion", accepted)
+        if not unsure:
+            self._situation(job, grant, "completion", at, answered)
         if not accepted and not self.answers_complete:
-            self.saw("completion refused")
-        if self._unsure(job, grant, "completion", accepted):
+            self.saw("completion refused")  # atomic-rejection: judged from the rows alike
+        if unsure:
             if accepted and self.answers_complete and job.completed_by:
                 self._flag(  # two accepted completions, whoever owned the job
                     P.SINGLE_COMPLETION,
@@ -438,11 +440,12 @@ class Oracle:
     ) -> None:
         """Judge a failure report; a refusal when it was answered (see `heartbeat`)."""
         job = self.job(grant.claim)
-        self._situation(job, grant, "failure report", at, answered)
         if self._unsure(job, grant, "failure report", accepted):
             if accepted:
                 grant.released = True
-        elif grant is self.owner(job):
+            return
+        self._situation(job, grant, "failure report", at, answered)
+        if grant is self.owner(job):
             if accepted:
                 grant.released = True
             else:
