@@ -269,3 +269,30 @@ def test_a_claim_that_lost_its_answer_may_have_taken_the_job() -> None:
     )
     nothing = run({"jobs": [], "known": True})
     assert [v.prop for v in nothing.oracle.violations] == ["late-owner"]
+
+
+def test_a_claim_in_flight_took_its_job_between_send_and_answer() -> None:
+    """w3's claim is sent at t=30s and paused while w1 holds job1 until t=60s (chancy's
+    matrix run that showed the gap); it goes on at t=60.000001s and takes job1. Only a
+    lease that held over the whole stretch breaks exclusive-lease: answered at t=45s it
+    does, answered after t=60s it does not, where the judge used to date it at t=30s."""
+
+    def run(answered_at: int) -> Judge:
+        grant = {"job_id": 1, "key": "k1"}
+        facts = [
+            {"op": "enqueued", "args": {"job_id": 1, "label": "job1"}},
+            {"op": "grant", "args": {**grant, "token": 1, "worker": "w1", "label": "w1:job1#1",
+                                     "at": 30_000_000, "event": 2}},
+            {"op": "claim_sent", "args": {"call": 5}},
+            {"op": "grant", "args": {**grant, "token": 2, "worker": "w3", "label": "w3:job1#2",
+                                     "at": 30_000_000, "event": 9, "sent": 5,
+                                     "answered_at": answered_at}},
+            {"op": "claim_answered", "args": {"call": 5, "jobs": [1], "known": True}},
+        ]  # fmt: skip
+        rules = {"lease": 30_000_000, "max_attempts": 3, "ordered_tokens": True, "observes": True}
+        return rejudge({"rules": rules, "facts": facts})
+
+    assert run(answered_at=60_000_001).oracle.violations == []
+    held = run(answered_at=45_000_000).oracle.violations
+    assert [v.prop for v in held] == ["exclusive-lease"]
+    assert "between t=30s and t=45s (its claim was in flight)" in held[0].message

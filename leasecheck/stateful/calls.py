@@ -76,9 +76,10 @@ class Calls(Core):
         key = self.queue.effect_key(result)
         answered = self.history.events[-1].seq  # the line that recorded this answer
         sent = self.answering  # the call, if it was in flight: other grants came meanwhile
+        answered_at = self.now if sent is not None else None  # it took the job by then
 
         def grant() -> None:
-            held.grant = self.judge.grant(claim, label, at, key, answered, sent)
+            held.grant = self.judge.grant(claim, label, at, key, answered, sent, answered_at)
             if w.beat is not None and not w.crashed:
                 held.next_beat = self.now + BEAT
 

@@ -417,7 +417,8 @@ class Driver(Calls):
             held = Held(claim=claim, label=label, raw=result)
             key = self.queue.effect_key(result)
             answered = self.history.events[-1].seq
-            held.grant = self.judge.grant(claim, label, at, key, answered, self.answering)
+            sent, answered_at = self.answering, self.now if self.answering is not None else None
+            held.grant = self.judge.grant(claim, label, at, key, answered, sent, answered_at)
             w.held.append(held)
 
         return done

@@ -121,9 +121,12 @@ class Judge:
         key: str,
         event: int | None = None,
         sent: int | None = None,
+        answered_at: int | None = None,
     ) -> Grant:
         """Judge a committed claim; `event` is the history line that answered it, `sent`
-        the claim call's own line when it answered after being in flight."""
+        the claim call's own line when it answered after being in flight, and
+        `answered_at` the simulated time of that answer (it took the job between `at`
+        and then)."""
         args = {
             "job_id": claim.job_id,
             "token": token_value(claim.token),
@@ -135,6 +138,8 @@ class Judge:
         }
         if sent is not None:
             args["sent"] = sent
+        if answered_at is not None:
+            args["answered_at"] = answered_at
         self._judge(Fact("grant", args))
         return self.grants[-1]
 
@@ -226,9 +231,10 @@ class Judge:
         key: str,
         event: int | None,
         sent: int | None = None,
+        answered_at: int | None = None,
     ) -> None:
         claim = Claim(job_id=job_id, token=_read_token(token), worker=worker)
-        self.grants.append(self.oracle.grant(claim, label, at, key, sent))
+        self.grants.append(self.oracle.grant(claim, label, at, key, sent, answered_at))
         self.events.append(event)
 
     def grant_of(self, event: int) -> Grant | None:

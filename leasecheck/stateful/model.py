@@ -159,13 +159,23 @@ class Oracle:
         latest = job.grants[-1]
         return None if latest.released else latest
 
-    def grant(self, claim: Claim, label: str, at: int, key: str, sent: int | None = None) -> Grant:
+    def grant(
+        self,
+        claim: Claim,
+        label: str,
+        at: int,
+        key: str,
+        sent: int | None = None,
+        answered_at: int | None = None,
+    ) -> Grant:
         """Record a committed claim and check it against every earlier one of its job.
 
         A claim answered after it was in flight (`sent`: its call) may have taken the
         job before or after the grants told meanwhile: its token order and lease are
         checked against the grants told before it was sent, and the rest is said to
-        be unjudged, never guessed."""
+        be unjudged, never guessed. It took the job at some moment between `at` (sent)
+        and `answered_at`: an earlier lease breaks exclusive-lease only if it held
+        over that whole stretch."""
         job = self.job(claim)
         new = Grant(claim=claim, label=label, granted_at=at, lease_end=at + self.lease)
         new.seq, self.told = self.told, self.told + 1
@@ -209,12 +219,17 @@ class Oracle:
                 jobs=jobs,
                 grants=(label, earlier[-1].label),
             )
+        latest = answered_at if sent is not None and answered_at is not None else at
+        when = f"at t={at / 1e6:g}s"
+        if latest != at:
+            when = f"between t={at / 1e6:g}s and t={latest / 1e6:g}s (its claim was in flight)"
         for other in earlier:
-            if not other.released and other.lease_end > at:
+            held_until = _lease_end_as_of(other, at)  # a later renewal may come after the grant
+            if not other.released and held_until > latest:
                 self._flag(
                     P.EXCLUSIVE_LEASE,
-                    f"{label} was granted at t={at / 1e6:g}s while "
-                    f"{other.label} held a lease until t={other.lease_end / 1e6:g}s",
+                    f"{label} was granted {when} while "
+                    f"{other.label} held a lease until t={held_until / 1e6:g}s",
                     jobs=jobs,
                     grants=(label, other.label),
                 )
@@ -595,6 +610,14 @@ class Oracle:
                 continue
             lost.append(f"{job.label}: the queue shows it {status} ({claims}, completed by {done})")
         return lost
+
+
+def _lease_end_as_of(grant: Grant, t: int) -> int:
+    """Return when `grant`'s lease ended as it stood at `t`, before any later renewal."""
+    for when, replaced in grant.renewals:
+        if when > t:
+            return replaced
+    return grant.lease_end
 
 
 def _greater(a: Hashable, b: Hashable) -> bool:
