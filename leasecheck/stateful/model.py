@@ -588,6 +588,8 @@ class Oracle:
         """Return the jobs the queue shows neither done once nor failed for good (after a drain).
 
         Read from the queue's own `state`; the caller judges this only when it has one.
+        A job failed for good before its cap while claims lost their answers is neither:
+        it goes to `unjudged` (so `drained`, its one caller, says it once).
         """
         assert self.observe is not None, "no-lost-jobs needs the queue's state()"
         lost = []
