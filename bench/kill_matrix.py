@@ -7,9 +7,11 @@ For every mutant in `mutants.ALL` and seed: the machine runs WITH shrinking, as 
 user's failing run would. Per run it records the seconds and examples to the first
 failure, the property that failure broke, the seconds spent shrinking, the property
 finally reported and the length of the shrunk program (the rule steps Hypothesis
-prints for the minimal example). Prints a mutant x property table with an
-"expected?" column (the reported property is in the mutant's `expected`) and writes
-the runs as JSON. It judges nothing: the kill tests in properties/ do that.
+prints for the minimal example), and that length again after leasecheck deletes the
+steps the failure does not need (`stateful.minimize`, as a failing run reports it).
+Prints a mutant x property table with an "expected?" column (the reported property
+is in the mutant's `expected`) and writes the runs as JSON. It judges nothing: the
+kill tests in properties/ do that.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from hypothesis.stateful import (
 
 import mutants
 from bench._db import reference_database
-from leasecheck.stateful import actors, contract
+from leasecheck.stateful import actors, contract, minimize
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 
@@ -130,6 +132,8 @@ def run_one(harness: Harness, seed: int, budget: int) -> dict[str, Any]:
         steps = _shrunk_steps(error)
     finally:
         hypothesis.core.global_force_seed = None
+    shorter = {m.prop: m.after for m in minimize.minimize_all(harness)} if reported else {}
+    harness.recorder.last.clear()
     total = time.perf_counter() - run.start
     out: dict[str, Any] = {"seed": seed, "property": reported, "seconds_total": total}
     if run.first is not None and reported is not None:
@@ -141,6 +145,7 @@ def run_one(harness: Harness, seed: int, budget: int) -> dict[str, Any]:
             shrink_seconds=total - seconds,
             shrink_examples=run.made - examples,
             shrunk_steps=steps,
+            minimized_steps=shorter.get(reported, steps),
         )
     else:
         out["examples"] = run.made
@@ -171,6 +176,9 @@ def summarise(name: str, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "median_examples": _median([float(r["examples"]) for r in killed]),
                 "median_shrink_seconds": _median([r["shrink_seconds"] for r in killed]),
                 "median_shrunk_steps": _median([float(r["shrunk_steps"]) for r in killed]),
+                "median_minimized_steps": _median(
+                    [float(r.get("minimized_steps", r["shrunk_steps"])) for r in killed]
+                ),
                 "first_property_differs": sum(r["first_property"] != prop for r in killed),
             }
         )
@@ -190,7 +198,7 @@ def summarise(name: str, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 _HEADER = (
     f"{'mutant':<20} {'property':<18} {'seeds':>6} {'med s':>7} {'med ex':>7} "
-    f"{'shrink s':>8} {'steps':>6}  expected?"
+    f"{'shrink s':>8} {'steps':>6} {'min':>4}  expected?"
 )
 
 
@@ -201,7 +209,8 @@ def _line(row: dict[str, Any]) -> str:
     return (
         f"{row['mutant']:<20} {row['property']:<18} {seeds:>6} {row['median_seconds']:>7.2f} "
         f"{row['median_examples']:>7.0f} {row['median_shrink_seconds']:>8.2f} "
-        f"{row['median_shrunk_steps']:>6.0f}  {'yes' if row['expected'] else 'NO'}"
+        f"{row['median_shrunk_steps']:>6.0f} {row['median_minimized_steps']:>4.0f}  "
+        f"{'yes' if row['expected'] else 'NO'}"
     )
 
 

@@ -26,9 +26,10 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck import exercised
 from leasecheck.shards import Shard
-from leasecheck.stateful import confirm, memory, replay
+from leasecheck.stateful import confirm, memory, minimize, replay
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
+from leasecheck.stateful.minimize import Minimized
 from leasecheck.stateful.properties import PropertyViolated
 
 __all__ = [
@@ -97,9 +98,11 @@ def test_leasecheck_regression(
 def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) -> None:
     """Run the machine; on a broken property, write its files and fail with the story, once.
 
-    The report is the violation, its timeline, the program Hypothesis shrank to and
-    how to replay it; the traceback through the harness would only repeat it.
+    The report is the violation, its timeline, the program (Hypothesis's shrunk one,
+    with the steps its failure does not need deleted: `stateful.minimize`) and how to
+    replay it; the traceback through the harness would only repeat it.
     """
+    broken: list[BaseException] = []
     try:
         run()
         return
@@ -108,13 +111,14 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
         # that got there.
         unusable: str | None = "\n".join([str(error), *getattr(error, "__notes__", ())])
     except (PropertyViolated, BaseExceptionGroup) as error:
-        broken = _violations(error)
-        if broken is None:
+        violations = _violations(error)
+        if violations is None:
             raise
-        lines = [line for e in broken for line in (str(e), *getattr(e, "__notes__", ()))]
-        unusable = None
+        broken, unusable = violations, None
     if unusable is not None:
         pytest.fail(f"leasecheck: contract error: {unusable}", pytrace=False)
+    shorter = {m.prop: m for m in minimize.minimize_all(harness) if m.after < m.before}
+    lines = [line for e in broken for line in _told(harness, e, shorter)]
     gone = confirm.unconfirmed(harness)
     written = harness.recorder.write(out, harness.queue.name, harness.spec)
     for path in (p for p in written if p.suffix == ".json"):
@@ -128,6 +132,22 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
             *lines,
         ]
     pytest.fail("\n".join(lines), pytrace=False)  # outside `except`: no chained traceback
+
+
+def _told(harness: Harness, error: BaseException, shorter: dict[str, Minimized]) -> list[str]:
+    """Return the lines that tell one broken property: Hypothesis's story of its program,
+    or, when deleting steps found a shorter one, the shorter program's."""
+    prop = error.violation.prop if isinstance(error, PropertyViolated) else None
+    if prop not in shorter:
+        return [str(error), *getattr(error, "__notes__", ())]
+    done, failure = shorter[prop], harness.recorder.last[prop]
+    return [
+        f"{failure.violation}\n{failure.timeline}",
+        f"Failing program, {done.after} steps (Hypothesis shrank it to {done.before}; "
+        f"{done.before - done.after} more deleted, in {done.replays} replays, as steps "
+        "the failure does not need):",
+        *done.story,
+    ]
 
 
 def _violations(error: BaseException) -> list[BaseException] | None:

@@ -10,6 +10,7 @@ complete, say) is skipped and reported, never forced.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,10 +66,18 @@ def load(path: Path) -> Saved:
     )
 
 
-def replay(harness: Harness, steps: list[Step]) -> Replayed:
-    """Run `steps` on a fresh machine; a broken property raises its PropertyViolated."""
+def replay(
+    harness: Harness, steps: list[Step], say: Callable[[str], None] | None = None
+) -> Replayed:
+    """Run `steps` on a fresh machine; a broken property raises its PropertyViolated.
+
+    With `say`, the story is told to it as a failing example's is printed: each step's
+    lines, then the step itself.
+    """
     rules = [_rule(step.rule) for step in steps]  # an unknown rule fails before any SQL
     machine = LeaseMachine(harness)
+    if say is not None:
+        machine.d.say = say
     done = Replayed()
     try:
         for number, (step, rule) in enumerate(zip(steps, rules, strict=True), 1):
@@ -77,6 +86,8 @@ def replay(harness: Harness, steps: list[Step]) -> Replayed:
                 continue
             getattr(machine, step.rule)(**step.args)
             done.ran.append(step)
+            if say is not None:
+                say(str(step))
             machine.every_property_holds()
     finally:
         machine.teardown()

@@ -1,0 +1,85 @@
+"""Deleting the steps a failure does not need: shorter programs, the same property."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+import mutants
+from leasecheck.stateful import actors, contract, minimize, replay
+from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful.program import Step
+from leasecheck.stateful.properties import FENCING, PropertyViolated
+
+STALL = Stall(worker=0, alone=False, then="complete")
+
+NEEDED = [
+    Step("start", {"workers": 2}),
+    Step("open_transaction", {"pick": 0}),  # w0 holds a transaction open
+    Step("claim", {"how": Take(worker=1, held=False)}),  # w1: job1, token 1
+    Step("asleep", {"how": STALL}),  # w1 stalls; w0 claims job1 (token 2) in its
+    # transaction; w1's completion, blocked behind it, goes on when teardown commits
+]
+"""check-then-act's race, four steps: its completion reads the attempt, then updates by id."""
+
+PADDED = [
+    *NEEDED[:3],
+    Step("time_passes", {"to": "second"}),
+    Step("enqueue", {"jobs": 2}),
+    NEEDED[3],
+    *[Step("asleep", {"how": STALL})] * 3,  # as Hypothesis's shrinker left them
+]
+
+
+def _harness(pool: actors.Pool) -> Harness:
+    harness = Harness(queue=contract.load(mutants.ALL["check-then-act"]), pool=pool)
+    harness.reset()
+    return harness
+
+
+def _found(harness: Harness, steps: list[Step]) -> str:
+    """Replay `steps` as the search would have met them; return the property broken."""
+    with pytest.raises(PropertyViolated) as error:
+        replay.replay(harness, steps)
+    return error.value.violation.prop
+
+
+def test_the_steps_a_failure_does_not_need_are_deleted(reference_pool: actors.Pool) -> None:
+    """A padded program of check-then-act's race comes back as the four steps it needs."""
+    harness = _harness(reference_pool)
+    assert _found(harness, PADDED) == FENCING
+    (done,) = minimize.minimize_all(harness)
+    assert (done.prop, done.before, done.after) == (FENCING, len(PADDED), len(NEEDED))
+    assert list(harness.recorder.last[FENCING].program) == NEEDED
+    assert "state.asleep(how=Stall(worker=0, alone=False, then='complete'))" in done.story
+    assert _found(_harness(reference_pool), NEEDED) == FENCING  # the shorter one replays
+
+
+def test_a_program_with_nothing_to_delete_stays_as_it_is(reference_pool: actors.Pool) -> None:
+    """Every deletion from the four steps lets the race go: the failure is left alone."""
+    harness = _harness(reference_pool)
+    _found(harness, NEEDED)
+    before = harness.recorder.last[FENCING]
+    (done,) = minimize.minimize_all(harness)
+    assert (done.before, done.after, done.story) == (len(NEEDED), len(NEEDED), ())
+    assert done.replays == len(NEEDED) - 1  # each step after `start` tried once
+    assert harness.recorder.last[FENCING] is before
+
+
+def test_the_runs_counts_stay_the_searchs(reference_pool: actors.Pool) -> None:
+    """Minimizing replays on sessions of its own: what the run exercised is not inflated."""
+    harness = _harness(reference_pool)
+    _found(harness, PADDED)
+    coverage, moves = Counter(harness.coverage), Counter(harness.moves)
+    minimize.minimize_all(harness)
+    assert (harness.coverage, harness.moves) == (coverage, moves)
+
+
+def test_the_budget_counts_replays(reference_pool: actors.Pool) -> None:
+    """With one replay to spend, one deletion is tried (the last step's), whatever the clock."""
+    harness = _harness(reference_pool)
+    _found(harness, PADDED)
+    (done,) = minimize.minimize_all(harness, replays=1)
+    assert (done.replays, done.after) == (1, len(PADDED) - 1)
