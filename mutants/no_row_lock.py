@@ -4,7 +4,8 @@ Source: the classic `update ... where id = (select id ... limit 1)`. Two claims
 racing in overlapping transactions both pick the same id; the second waits for the
 first, then updates the row anyway - even one that was completed meanwhile.
 Found only with held transactions. Caught by: exclusive-lease (or single-completion, or
-no-lost-jobs when a finished job is handed out again).
+no-lost-jobs when a finished job is handed out again, or retry-cap when the row the
+second claim updates anyway had just used its last attempt).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from mutants._base import claim_with
 
 class NoRowLock(ReferenceQueue):
     name = "no-row-lock"
-    expected = ("exclusive-lease", "single-completion", "no-lost-jobs")
+    expected = ("exclusive-lease", "single-completion", "no-lost-jobs", "retry-cap")
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         return claim_with("claim_without_row_lock", conn, worker, lease)
