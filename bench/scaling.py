@@ -37,6 +37,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, run_state_machine_as_test
 
+from bench._cpu import machine_cpu
 from bench._db import reference_database
 from leasecheck.stateful import actors, contract
 from leasecheck.stateful.machine import Harness, LeaseMachine
@@ -45,29 +46,17 @@ ROOT = Path(__file__).resolve().parent.parent
 GOAL = 1.7
 
 
-def _machine_cpu() -> float | None:
-    """Return the machine's busy CPU seconds so far (all processes: the server too), or
-    None where there is no /proc/stat."""
-    try:
-        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    except OSError:
-        return None
-    # the 8th field, steal, is time the host gave to others: not this machine's work
-    user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[:7])
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
-
-
 def _pytest(n: str, extra: list[str], profile: str | None) -> dict[str, Any]:
     """Run the suite once under `-n n`; return its wall time, CPU use and exit status."""
     env = {**os.environ, "CI": "1"}
     if profile:
         env["LEASECHECK_PROFILE"] = profile
     command = [sys.executable, "-m", "pytest", "-n", n, "-q", *extra]
-    before = _machine_cpu()
+    before = machine_cpu()
     start = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
-    after = _machine_cpu()
+    after = machine_cpu()
     tail = (done.stdout.strip().splitlines() or [""])[-1]
     run: dict[str, Any] = {"n": n, "seconds": seconds, "status": done.returncode, "summary": tail}
     if before is not None and after is not None:

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.scaling import _machine_cpu
+from bench._cpu import machine_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "data" / "myqueue"
@@ -41,11 +41,11 @@ def _once(project: Path, workers: str, profile: str, tmp: Path) -> tuple[float, 
     env.update(LEASECHECK_PROFILE=profile, TMPDIR=str(tmp))
     env.pop("CI", None)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers]
-    before = _machine_cpu()
+    before = machine_cpu()
     started = time.perf_counter()
     done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
-    after = _machine_cpu()
+    after = machine_cpu()
     if done.returncode != 0:
         raise SystemExit(f"pytest -n {workers} failed:\n{done.stdout}{done.stderr}")
     return seconds, None if before is None or after is None else after - before
