@@ -83,3 +83,20 @@ def test_the_budget_counts_replays(reference_pool: actors.Pool) -> None:
     _found(harness, PADDED)
     (done,) = minimize.minimize_all(harness, replays=1)
     assert (done.replays, done.after) == (1, len(PADDED) - 1)
+
+
+def test_a_stuck_replay_ends_the_pass(
+    reference_pool: actors.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay that gets stuck has waited out the safety timeout: no further replay is made."""
+    harness = _harness(reference_pool)
+    _found(harness, PADDED)
+    made: list[int] = []
+
+    def stuck(*args: object, **kwargs: object) -> None:
+        made.append(1)
+        raise actors.Stuck("a call neither finished nor waited on a held transaction")
+
+    monkeypatch.setattr(replay, "replay", stuck)
+    (done,) = minimize.minimize_all(harness)
+    assert (made, done.replays, done.after) == ([1], 1, len(PADDED))

@@ -3,16 +3,16 @@
 Hypothesis shrinks the choices behind a program, and a race that hinges on a call
 blocked behind another worker's transaction often keeps steps it does not need
 (check-then-act's under `ci`: 16 and 22 steps where 5 and 4 break the same
-property); deleting one step's choices can change what the draws after it mean.
-A saved program is plain rule calls, so a step can
-be deleted outright and the ones after it replayed as they are (`stateful.replay`
-skips a step whose precondition no longer holds). This pass deletes one step at a
-time, last first, and keeps each deletion after which the same property still
-breaks, until no single deletion does (a 1-minimal program) or its budget of replays
-is spent. Replays are deterministic (simulated time; every step settles), so the
-budget counts replays, never seconds: the same failure minimizes alike on any
-machine. It runs on sessions of its own, as `stateful.confirm` does, so the run's
-counts of what it exercised stay the search's.
+property); deleting one step's choices can change what the draws after it mean. A
+saved program is plain rule calls, so a step can be deleted outright and the ones
+after it replayed as they are (`stateful.replay` skips a step whose precondition no
+longer holds). This pass deletes one step at a time, last first, and keeps each
+deletion after which the same property still breaks, until no single deletion does
+(a 1-minimal program), its budget of replays is spent, or a replay gets stuck (each
+such replay waits out the safety timeout). Replays are deterministic (simulated
+time; every step settles), so the budget counts replays, never seconds: the same
+failure minimizes alike on any machine. It runs on sessions of its own, as
+`stateful.confirm` does, so the run's counts of what it exercised stay the search's.
 """
 
 from __future__ import annotations
@@ -77,7 +77,10 @@ def _minimize(
         index = len(steps) - 1
         while index > 0 and spent < budget:  # step 0 starts the workers: never deleted
             spent += 1
-            found = _breaks(harness, prop, steps[:index] + steps[index + 1 :])
+            try:
+                found = _breaks(harness, prop, steps[:index] + steps[index + 1 :])
+            except actors.Stuck:  # each such replay waits out the safety timeout: stop
+                return best, spent
             if found is not None:
                 best, steps, changed = found, list(found[0].program), True
                 index = min(index, len(steps))
@@ -97,6 +100,8 @@ def _breaks(harness: Harness, prop: str, steps: list[Step]) -> _Found | None:
         failure = harness.recorder.last.get(prop)
         if error.violation.prop == prop and failure is not None:
             return failure, tuple(story)
+    except actors.Stuck:
+        raise
     except Exception:  # a replay the queue or the server could not finish says nothing
         return None
     return None
