@@ -11,17 +11,20 @@ comment on database {} is {}
 delete from receipts;
 delete from jobs;
 delete from leasecheck.effects;
-update leasecheck.clock set at = '2030-01-01 00:00:00+00'
+delete from leasecheck.clock_moves where since > '-infinity';
+select setval('leasecheck.clock_at', 0), setval('leasecheck.clock_since', 0)
 
 -- name: truncate
 -- Empty the reference tables and the harness's effects; identities keep counting.
 truncate receipts, jobs, leasecheck.effects;
-update leasecheck.clock set at = '2030-01-01 00:00:00+00'
+delete from leasecheck.clock_moves where since > '-infinity';
+select setval('leasecheck.clock_at', 0), setval('leasecheck.clock_since', 0)
 
 -- name: truncate_restart
 -- As truncate, and restart the identities.
 truncate receipts, jobs, leasecheck.effects restart identity;
-update leasecheck.clock set at = '2030-01-01 00:00:00+00'
+delete from leasecheck.clock_moves where since > '-infinity';
+select setval('leasecheck.clock_at', 0), setval('leasecheck.clock_since', 0)
 
 -- name: vacuum
 -- Reclaim the dead rows DELETE leaves, and their entries in jobs_claimable.

@@ -15,6 +15,7 @@ from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import clock, contract, probe
 from tests import child
 from tests.clock_blind import PinnedSearchPath, WallClock, WallClockHeartbeat
+from tests.fidelity_queues import FromStoredEnd
 
 
 @pytest.fixture
@@ -52,6 +53,12 @@ def test_a_heartbeat_on_the_wall_clock_is_named(probed: Any) -> None:
     assert line is not None
     assert "its heartbeat() never read now()" in line, line
     assert "CURRENT_TIMESTAMP" in line
+
+
+def test_a_heartbeat_from_the_stored_lease_end_is_let_through(probed: Any) -> None:
+    """`lease_until = lease_until + lease` reads no clock, but the lease it keeps is on
+    simulated time: the probe judges behaviour, and the machine then judges the queue."""
+    assert probed(FromStoredEnd()) is None
 
 
 def test_a_queue_that_never_recovers_is_left_to_the_machine(probed: Any) -> None:

@@ -13,23 +13,23 @@ from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import FENCING, PropertyViolated
 
-STALL = Stall(worker=0, alone=False, then="complete")
-
 NEEDED = [
     Step("start", {"workers": 2}),
-    Step("open_transaction", {"pick": 0}),  # w0 holds a transaction open
     Step("claim", {"how": Take(worker=1, held=False)}),  # w1: job1, token 1
-    Step("asleep", {"how": STALL}),  # w1 stalls; w0 claims job1 (token 2) in its
-    # transaction; w1's completion, blocked behind it, goes on when teardown commits
+    Step("asleep", {"how": Stall(worker=0, alone=True, then="nothing")}),  # past its lease
+    Step("claim", {"how": Take(worker=0, held=True)}),  # w0 claims job1 (token 2) in a
+    # transaction it holds open
+    Step("complete", {"pick": 1}),  # w1 reads its attempt, then blocks behind w0's
+    # transaction; it goes on when teardown commits
 ]
-"""check-then-act's race, four steps: its completion reads the attempt, then updates by id."""
+"""check-then-act's race, five steps: its completion reads the attempt, then updates by id."""
 
 PADDED = [
-    *NEEDED[:3],
+    *NEEDED[:2],
     Step("time_passes", {"to": "second"}),
     Step("enqueue", {"jobs": 2}),
-    NEEDED[3],
-    *[Step("asleep", {"how": STALL})] * 3,  # as Hypothesis's shrinker left them
+    *NEEDED[2:],
+    *[Step("time_passes", {"to": "second"})] * 3,  # as Hypothesis's shrinker left them
 ]
 
 
@@ -47,18 +47,18 @@ def _found(harness: Harness, steps: list[Step]) -> str:
 
 
 def test_the_steps_a_failure_does_not_need_are_deleted(reference_pool: actors.Pool) -> None:
-    """A padded program of check-then-act's race comes back as the four steps it needs."""
+    """A padded program of check-then-act's race comes back as the five steps it needs."""
     harness = _harness(reference_pool)
     assert _found(harness, PADDED) == FENCING
     (done,) = minimize.minimize_all(harness)
     assert (done.prop, done.before, done.after) == (FENCING, len(PADDED), len(NEEDED))
     assert list(harness.recorder.last[FENCING].program) == NEEDED
-    assert "state.asleep(how=Stall(worker=0, alone=False, then='complete'))" in done.story
+    assert "state.asleep(how=Stall(worker=0, alone=True, then='nothing'))" in done.story
     assert _found(_harness(reference_pool), NEEDED) == FENCING  # the shorter one replays
 
 
 def test_a_program_with_nothing_to_delete_stays_as_it_is(reference_pool: actors.Pool) -> None:
-    """Every deletion from the four steps lets the race go: the failure is left alone."""
+    """Every deletion from the five steps lets the race go: the failure is left alone."""
     harness = _harness(reference_pool)
     _found(harness, NEEDED)
     before = harness.recorder.last[FENCING]

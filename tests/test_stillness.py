@@ -46,7 +46,7 @@ def test_prepare_turns_autovacuum_off_on_every_table(
                 "select reloptions from pg_class where oid = 'side.counts'::regclass"
             ).fetchone()
     names = [name for name, _, _ in rows]
-    assert {"public.jobs", "public.receipts", "leasecheck.clock", "side.log"} <= set(names)
+    assert {"public.jobs", "public.receipts", "leasecheck.clock_moves", "side.log"} <= set(names)
     for name, options, toast in rows:
         assert "autovacuum_enabled=false" in (options or []), name
         if toast is not None:

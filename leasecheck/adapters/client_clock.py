@@ -31,8 +31,9 @@ def claim(self, conn, worker, lease):
 - `simulated_now(conn)` is the read alone; `current()` the instant of the block
   running now (None outside any).
 
-Simulated time stands still during a call, so every timestamp a library takes in one
-call is the same instant, as every `now()` of its SQL in that call is.
+Every timestamp a library takes inside one block is the same instant, read once, as every
+`now()` of one transaction is; a call the machine pauses between two transactions of its
+own may see the clock move in SQL while the block's instant stays.
 """
 
 from __future__ import annotations

@@ -43,9 +43,24 @@ class Raised:
 
 @dataclass(frozen=True)
 class Lost:
-    """The connection died under the call: whether it committed is unknown."""
+    """The connection died under the call: whether it committed is unknown.
 
-    error: BaseException
+    `error` is what the call raised, or None when the library swallowed the death of
+    its connection and returned anyway: a session the harness ended answers nothing
+    the queue said, whatever the library made of it.
+    """
+
+    error: BaseException | None
+    returned: Any = None
+    """What the library returned regardless, when `error` is None (for the story)."""
+
+    @property
+    def note(self) -> str:
+        """Say what the call ended in, for the history."""
+        if self.error is not None:
+            return " ".join(str(self.error).split())[:120]
+        shown = " ".join(repr(self.returned).split())[:60]
+        return f"its session was ended by the harness; the library returned {shown} anyway"
 
 
 @dataclass(frozen=True)

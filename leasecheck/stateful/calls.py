@@ -153,8 +153,9 @@ class Calls(Core):
             for h, read in zip(batch, reads, strict=True):
                 call_id = calls[id(h.raw)]
                 self.completions[call_id] = (h, read.yes if read.judged else None)
-                if not read.judged:
-                    continue  # the connection died under it, or the harness ended it
+                if not read.judged:  # the connection died under it, or the harness ended it
+                    self._release_lost(w, "complete", h, at)
+                    continue
                 if w.txn is not None:
                     w.txn_calls.append(call_id)
                 self.say(f"t={seconds(at)} {w.name} completes {h.label} in a batch: {_said(read)}")
@@ -166,6 +167,7 @@ class Calls(Core):
             None,
             lambda c: complete_many(c, [h.raw for h in batch], effect),
             done,
+            releases=batch,
         )
 
     def _heartbeat(self, w: Worker, h: Held) -> None:
@@ -218,15 +220,17 @@ class Calls(Core):
             self.db_dirty = True
             read = answers.yes_no(self.queue.name, "complete", outcome)
             self.completions[call_id] = (h, read.yes if read.judged else None)
-            if not read.judged:
-                return  # the connection died under it (outcome unknown), or the harness ended it
+            if not read.judged:  # the connection died under it, or the harness ended it
+                self._release_lost(w, "complete", h, at)
+                return
             if w.txn is not None:
                 w.txn_calls.append(call_id)
             self.say(f"t={seconds(at)} {w.name} completes {h.label}: {_said(read)}")
             answered = self.now
             self._apply(w, lambda: self._judge(h, "complete", read, at, answered))
 
-        self._call(w, "complete", h, lambda c: self.queue.complete(c, h.raw, effect), done)
+        complete = self.queue.complete
+        self._call(w, "complete", h, lambda c: complete(c, h.raw, effect), done, releases=[h])
 
     def _judge_complete(self, h: Held, read: answers.YesNo, at: int, answered: int) -> None:
         self._judge(h, "complete", read, at, answered)
@@ -259,12 +263,14 @@ class Calls(Core):
                 w.held.remove(h)
             read = answers.yes_no(self.queue.name, "fail", outcome)
             if not read.judged:
+                self._release_lost(w, "fail", h, at)
                 return
             self.say(f"t={seconds(at)} {w.name} fails {h.label}: {_said(read)}")
             answered = self.now
             self._apply(w, lambda: self._judge(h, "fail", read, at, answered))
 
-        self._call(w, "fail", h, lambda c: self.queue.fail(c, h.raw, "job raised"), done)
+        fail = self.queue.fail
+        self._call(w, "fail", h, lambda c: fail(c, h.raw, "job raised"), done, releases=[h])
 
     def _maintain(self) -> None:
         """Run the queue's recovery sweep, unless its last sweep is still blocked on a lock."""

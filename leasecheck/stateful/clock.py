@@ -2,9 +2,16 @@
 
 The harness schema `leasecheck` shadows `now()` and its siblings; every connection
 the harness hands out puts that schema before `pg_catalog` on its search_path, so
-SQL and PL/pgSQL that say `now()` run on simulated time and advancing it is one
-UPDATE. (The SQL keywords `current_timestamp` and `localtimestamp` bypass the
-search path: a queue that uses them must supply `advance_clock`.)
+SQL and PL/pgSQL that say `now()` run on simulated time, with PostgreSQL's own
+meaning: `now()` and `transaction_timestamp()` answer the simulated instant in force
+when the transaction began (the same through every statement and savepoint of it,
+however long the harness holds it or pauses a call inside it), `statement_timestamp()`
+the one when the statement began, `clock_timestamp()` and `timeofday()` the latest.
+A move of the clock is stamped with the server's real instant, and each function maps
+PostgreSQL's real instant of its transaction or statement to the simulated one then in
+force: the harness makes one move at a time, so the real order is the program's.
+(The SQL keywords `current_timestamp`, `localtimestamp`, `current_date` and the input
+`'now'` bypass the search path: a queue that uses them must supply `advance_clock`.)
 """
 
 from __future__ import annotations
@@ -73,7 +80,7 @@ def connect(
 
 def advance(conn: Connection[Any], delta: timedelta) -> None:
     """Move simulated time forward by `delta` for every connection."""
-    conn.execute(QUERIES["advance"].text, {"delta": delta})
+    conn.execute(QUERIES["advance"].text, {"delta": delta // timedelta(microseconds=1)})
 
 
 def reset(conn: Connection[Any]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -177,6 +177,20 @@ class Core(Scheduler):
 
     def _claim_in_flight(self, call: int) -> None:
         self.judge.claim_sent(call)
+
+    def _release_in_flight(self, op: str, releases: Sequence[Held], at: int) -> None:
+        """Tell the judge that these claims may be given back from `at` on: their
+        completion or failure report is in flight (it may commit before it answers)."""
+        for h in releases:
+            if h.grant is not None:
+                self.judge.releasing(h.grant, op, at)
+
+    def _release_lost(self, w: Worker, op: str, h: Held, at: int) -> None:
+        """Tell the judge that `h`'s completion or failure report, sent at `at`, lost its
+        answer: it may have committed, so the job may have been given back since then.
+        Inside a transaction the worker holds, nothing it did outlives the loss."""
+        if h.grant is not None and w.txn is None:
+            self.judge.release_unknown(h.grant, op, at)
 
     def _claim_over(self, call: int, op: str, outcome: Outcome) -> None:
         """Tell the judge which jobs a claim that was in flight handed out (if known)."""

@@ -172,6 +172,17 @@ class Judge:
     def fail(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
         self.answer("fail", grant, accepted, at, answered)
 
+    def releasing(self, grant: Grant, op: str, at: int) -> None:
+        """`grant`'s completion or failure report (`op`), sent at `at`, is in flight: it may
+        give the job back before it answers."""
+        self._judge(Fact("releasing", {"grant": self.grants.index(grant), "op": op, "at": at}))
+
+    def release_unknown(self, grant: Grant, op: str, at: int) -> None:
+        """`grant`'s completion or failure report, sent at `at`, lost its answer: it may
+        have given the job back at any moment since."""
+        args = {"grant": self.grants.index(grant), "op": op, "at": at}
+        self._judge(Fact("release_unknown", args))
+
     def claim_sent(self, call: int) -> None:
         """A claim call is in flight (paused or blocked): late owners wait for its answer."""
         self._judge(Fact("claim_sent", {"call": call}))
@@ -265,6 +276,12 @@ class Judge:
 
     def _apply_fail(self, **args: Any) -> None:
         self._apply_call("fail", **args)
+
+    def _apply_releasing(self, grant: int, op: str, at: int) -> None:
+        self.oracle.releasing(self.grants[grant], op, at)
+
+    def _apply_release_unknown(self, grant: int, op: str, at: int) -> None:
+        self.oracle.release_unknown(self.grants[grant], op, at)
 
     def _apply_claim_sent(self, call: int) -> None:
         self.oracle.claim_sent(call)

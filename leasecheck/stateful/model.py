@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import DONE, FAILED, Claim, JobId
@@ -30,6 +31,15 @@ class Grant:
     """Where it stands among every grant the oracle was told of, in the order told."""
     renewals: list[tuple[int, int]] = field(default_factory=list)
     """(when, the lease end it replaced) for each heartbeat that extended the lease."""
+    releasing: int | None = None
+    """When its completion or failure report now in flight was sent: it may give the job
+    back at any moment from then until it answers."""
+    released_unknown: int | None = None
+    """When a completion or failure report of it that lost its answer was sent: it may
+    have given the job back at any moment since."""
+    held: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
+    """Verdicts that wait for its release in flight: judged if that release is refused,
+    said but not judged if it is accepted (it may have come first) or loses its answer."""
 
 
 @dataclass
@@ -226,13 +236,15 @@ class Oracle:
         for other in earlier:
             held_until = _lease_end_as_of(other, at)  # a later renewal may come after the grant
             if not other.released and held_until > latest:
-                self._flag(
-                    P.EXCLUSIVE_LEASE,
+                said = (
                     f"{label} was granted {when} while "
-                    f"{other.label} held a lease until t={held_until / 1e6:g}s",
-                    jobs=jobs,
-                    grants=(label, other.label),
+                    f"{other.label} held a lease until t={held_until / 1e6:g}s"
                 )
+                flag = partial(
+                    self._flag, P.EXCLUSIVE_LEASE, said, jobs=jobs, grants=(label, other.label)
+                )
+                if not self._after_release(other, said, latest, flag):
+                    flag()
         if self.max_attempts is not None and len(job.grants) + 1 > self.max_attempts:
             self._flag(
                 P.RETRY_CAP,
@@ -282,6 +294,8 @@ class Oracle:
         job = self.job(grant.claim)
         how = f"refused (it raised {raised})" if raised else "refused"
         said = f"the {what} of {grant.label}, which owns {job.label}, was {how} at t={at / 1e6:g}s"
+        if self._after_release(grant, said, at, partial(self._refused, grant, what, at, raised)):
+            return
         refs = {"jobs": (job.label,), "grants": (grant.label,)}
         if grant.lease_end > at:
             self._flag(
@@ -316,6 +330,59 @@ class Oracle:
             self.waiting.append(Waiting(grant.claim.job_id, late, set(self.claims_in_flight), flag))
             return
         flag()
+
+    def releasing(self, grant: Grant, op: str, at: int) -> None:
+        """`grant`'s completion or failure report (`op`), sent at `at`, is in flight: it
+        may commit before it answers, so what rests on `grant` still holding the job
+        from `at` on waits for that answer."""
+        grant.releasing = at
+        self.saw("release in flight")
+
+    def release_unknown(self, grant: Grant, op: str, at: int) -> None:
+        """`grant`'s completion or failure report (`op`), sent at `at`, lost its answer
+        (its session died or the harness ended it): it may have committed, so from `at`
+        on nothing rests on `grant` still holding the job."""
+        grant.releasing = None
+        if grant.released_unknown is None or at < grant.released_unknown:
+            grant.released_unknown = at
+        held, grant.held = grant.held, []
+        what = _RELEASES.get(op, op)
+        for said, _ in held:
+            self.unjudged.append(
+                f"{said}: the {what} of {grant.label} in flight then lost its answer, so "
+                "whether it had given the job back first cannot be told"
+            )
+
+    def _release_answered(self, grant: Grant, what: str, accepted: bool) -> None:
+        """Judge what waited for `grant`'s release in flight, now that it answered."""
+        if grant.releasing is None:
+            return
+        grant.releasing = None
+        held, grant.held = grant.held, []
+        for said, flag in held:
+            if accepted:
+                self.unjudged.append(
+                    f"{said}: the {what} of {grant.label} in flight then was accepted, so "
+                    "whether it had given the job back first cannot be told"
+                )
+            else:
+                flag()
+
+    def _after_release(self, grant: Grant, said: str, at: int, flag: Callable[[], None]) -> bool:
+        """Return whether the verdict `flag` on `grant` (what happened by `at`) cannot be
+        given now: a release of `grant` sent by then may have given the job back. It waits
+        for a release in flight; after one that lost its answer it is said, not judged."""
+        if grant.releasing is not None and grant.releasing <= at:
+            grant.held.append((said, flag))
+            return True
+        if grant.released_unknown is not None and grant.released_unknown <= at:
+            self.unjudged.append(
+                f"{said}: a completion or failure report of {grant.label} sent at "
+                f"t={grant.released_unknown / 1e6:g}s lost its answer, so whether it had "
+                "given the job back cannot be told"
+            )
+            return True
+        return False
 
     def claim_sent(self, call: int) -> None:
         """A claim call was sent and has not answered: late owners wait for its answer."""
@@ -403,6 +470,7 @@ class Oracle:
         raised: str | None = None,
     ) -> None:
         """Judge a completion; a refusal when it was answered (see `heartbeat`)."""
+        self._release_answered(grant, "completion", accepted)
         job = self.job(grant.claim)
         unsure = self._unsure(job, grant, "completion", accepted)
         if not unsure:
@@ -454,6 +522,7 @@ class Oracle:
         raised: str | None = None,
     ) -> None:
         """Judge a failure report; a refusal when it was answered (see `heartbeat`)."""
+        self._release_answered(grant, "failure report", accepted)
         job = self.job(grant.claim)
         if self._unsure(job, grant, "failure report", accepted):
             if accepted:
@@ -571,6 +640,11 @@ class Oracle:
             self.unjudged.append(f"{w.said}: a claim in flight then never answered")
         self.waiting.clear()
         for job in self.jobs.values():
+            for g in job.grants:
+                for said, _ in g.held:
+                    self.unjudged.append(f"{said}: a release of {g.label} then never answered")
+                g.held.clear()
+        for job in self.jobs.values():
             if len(job.grants) > 1:
                 self.saw("job recovered and drained")
         lost = self.lost_jobs()
@@ -612,6 +686,9 @@ class Oracle:
                 continue
             lost.append(f"{job.label}: the queue shows it {status} ({claims}, completed by {done})")
         return lost
+
+
+_RELEASES = {"complete": "completion", "fail": "failure report"}
 
 
 def _lease_end_as_of(grant: Grant, t: int) -> int:

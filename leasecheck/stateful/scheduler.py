@@ -9,7 +9,7 @@ the order the calls were sent. It judges nothing.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -87,6 +87,10 @@ class Scheduler:
         """A claim call that was in flight answered with `outcome`."""
         raise NotImplementedError
 
+    def _release_in_flight(self, op: str, releases: Sequence[Held], at: int) -> None:
+        """A completion or failure report of `releases`, sent at `at`, was left in flight."""
+        raise NotImplementedError
+
     def _sessions(self) -> list[actors.Session]:
         out = []
         for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
@@ -105,9 +109,12 @@ class Scheduler:
         *,
         beat: bool = False,
         after: int | None = None,
+        releases: Sequence[Held] = (),
     ) -> None:
         """Send one call for one worker and handle its answer when it comes; with `after`,
-        the call is preempted after that many round trips (see `stateful.gates`)."""
+        the call is preempted after that many round trips (see `stateful.gates`).
+        `releases`: the claims a completion or failure report gives back, which may be
+        given back from the moment it is sent if it is left in flight."""
         session = w.beat if beat else w.main
         assert session is not None
         if after is None and not beat:
@@ -143,6 +150,8 @@ class Scheduler:
         if op in _CLAIMING and w.waiting is finish:  # paused or blocked: in flight
             self.claims_in_flight.add(call)
             self._claim_in_flight(call)
+        if releases and w.waiting is finish and w.txn is None:
+            self._release_in_flight(op, releases, at)
 
     def _after_send(self, w: Worker, session: actors.Session, *, beat: bool = False) -> None:
         """Tell what a call that has not answered is doing: parked at its gate, or blocked.
@@ -211,8 +220,7 @@ class Scheduler:
         if isinstance(outcome, Ended):
             self._harness_cancelled(w, op, job, beat=beat)
         elif isinstance(outcome, Lost):
-            text = " ".join(str(result).split())[:120]
-            self.history.add(self.now, w.name, op, "info", job=job, token=token, note=text)
+            self.history.add(self.now, w.name, op, "info", job=job, token=token, note=outcome.note)
         elif isinstance(outcome, Raised):
             self.history.add(self.now, w.name, op, "fail", job=job, token=token, note=outcome.quote)
             in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
@@ -226,12 +234,21 @@ class Scheduler:
         return outcome
 
     def _outcome(self, session: actors.Session, result: Any) -> Outcome:
-        """Return what the call ended in: only a live connection's exception is the queue's."""
-        if not isinstance(result, BaseException):
-            return Answered(result)
-        if isinstance(result, psycopg.errors.QueryCanceled) and id(session) in self.cancelled:
+        """Return what the call ended in: only a live connection's answer is the queue's.
+
+        A call the harness cancelled, or whose backend it terminated (a crash, a cut),
+        is never the queue's answer, whatever the library made of it: one that logs and
+        swallows the error and returns normally has not answered either.
+        """
+        if id(session) in self.cancelled:
             self.cancelled.discard(id(session))
             return Ended("cancelled by the harness")
+        if session.terminated:
+            if isinstance(result, BaseException):
+                return Lost(result)
+            return Lost(None, returned=result)
+        if not isinstance(result, BaseException):
+            return Answered(result)
         if session.broken:
             return Lost(result)
         return Raised(result)
