@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract, replay
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.moves import Take
@@ -191,3 +192,26 @@ def test_a_heartbeat_from_the_stored_end_is_judged(reference_pool: actors.Pool) 
         _replay(q.FromStoredEnd(), reference_pool, RENEWED_INTO_THE_PAST)
     assert caught.value.violation.prop == EXCLUSIVE_LEASE, caught.value
     assert "while w0:job1#1 held a lease until t=100s" in caught.value.violation.message
+
+
+LEASE_FROM_A_HELD_TRANSACTION = [
+    Step("start", {"workers": 2}),
+    Step("open_transaction", {"pick": 0}),  # w0's transaction begins at t=0
+    Step("time_passes", {"to": "beat"}),
+    Step("time_passes", {"to": "beat"}),  # t=20s
+    CLAIM,  # w0 claims job1 inside it: now() is t=0, so its lease ends at t=30s
+    Step("close_transaction", {"pick": 0, "commit": True}),
+    Step("pause", {"pick": 0}),  # w0 sends no heartbeats
+    Step("time_passes", {"to": "beat"}),
+    Step("time_passes", {"to": "beat"}),  # t=40s
+    Step("claim", {"how": Take(worker=0, held=False)}),  # w1 takes job1: its lease ran out
+]
+
+
+def test_a_lease_written_in_a_held_transaction_counts_from_its_start(
+    reference_pool: actors.Pool,
+) -> None:
+    """The lease a claim writes inside a transaction begun earlier ends a lease after the
+    transaction's start, as its `now()` says: w1's claim at t=40s takes an expired lease."""
+    story = _replay(ReferenceQueue(), reference_pool, LEASE_FROM_A_HELD_TRANSACTION)
+    assert any("w1 claims job1" in line for line in story), story

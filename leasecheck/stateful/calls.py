@@ -70,6 +70,7 @@ class Calls(Core):
     def _granted(self, w: Worker, result: Any, at: int) -> None:
         """Take a claim the queue handed `w` at `at`; the oracle judges it once it commits."""
         claim = answers.checked(self.queue.name, "claim", result)
+        began = self._instant(w, at)  # the lease it wrote starts at its now()
         label = f"{w.name}:{self._job_label(claim)}#{claim.token!r}"
         held = Held(claim=claim, label=label, raw=result)
         w.held.append(held)
@@ -79,14 +80,14 @@ class Calls(Core):
         answered_at = self.now if sent is not None else None  # it took the job by then
 
         def grant() -> None:
-            held.grant = self.judge.grant(claim, label, at, key, answered, sent, answered_at)
+            held.grant = self.judge.grant(claim, label, began, key, answered, sent, answered_at)
             if w.beat is not None and not w.crashed:
                 held.next_beat = self.now + BEAT
 
         self._apply(w, grant)
         self.say(
             f"t={seconds(at)} {w.name} claims {self._job_label(claim)} "
-            f"(token {claim.token!r}, lease until {seconds(at + LEASE)})"
+            f"(token {claim.token!r}, lease until {seconds(began + LEASE)})"
         )
 
     def _batches(self) -> bool:
@@ -159,7 +160,8 @@ class Calls(Core):
                 if w.txn is not None:
                     w.txn_calls.append(call_id)
                 self.say(f"t={seconds(at)} {w.name} completes {h.label} in a batch: {_said(read)}")
-                self._apply(w, partial(self._judge_complete, h, read, at, self.now))
+                instant = self._instant(w, at)
+                self._apply(w, partial(self._judge_complete, h, read, instant, self.now))
 
         self._call(
             w,
@@ -184,8 +186,8 @@ class Calls(Core):
                 h.believed = False
             said = "extended" if read.yes else _said(read)
             self.say(f"t={seconds(at)} {w.name} heartbeats {h.label}: {said}")
-            answered = self.now
-            self._apply(w, lambda: self._judge(h, "heartbeat", read, at, answered))
+            answered, instant = self.now, self._instant(w, at)
+            self._apply(w, lambda: self._judge(h, "heartbeat", read, instant, answered))
 
         self._call(w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done)
 
@@ -226,8 +228,8 @@ class Calls(Core):
             if w.txn is not None:
                 w.txn_calls.append(call_id)
             self.say(f"t={seconds(at)} {w.name} completes {h.label}: {_said(read)}")
-            answered = self.now
-            self._apply(w, lambda: self._judge(h, "complete", read, at, answered))
+            answered, instant = self.now, self._instant(w, at)
+            self._apply(w, lambda: self._judge(h, "complete", read, instant, answered))
 
         complete = self.queue.complete
         self._call(w, "complete", h, lambda c: complete(c, h.raw, effect), done, releases=[h])
@@ -266,8 +268,8 @@ class Calls(Core):
                 self._release_lost(w, "fail", h, at)
                 return
             self.say(f"t={seconds(at)} {w.name} fails {h.label}: {_said(read)}")
-            answered = self.now
-            self._apply(w, lambda: self._judge(h, "fail", read, at, answered))
+            answered, instant = self.now, self._instant(w, at)
+            self._apply(w, lambda: self._judge(h, "fail", read, instant, answered))
 
         fail = self.queue.fail
         self._call(w, "fail", h, lambda c: fail(c, h.raw, "job raised"), done, releases=[h])

@@ -223,6 +223,12 @@ class Core(Scheduler):
         job = self.oracle.jobs.get(claim.job_id)
         return job.label if job else f"job?{claim.job_id}"
 
+    def _instant(self, w: Worker, at: int) -> int:
+        """Return the instant `now()` read in `w`'s call sent at `at`: inside the transaction
+        `w` holds open, the transaction's start (PostgreSQL's `now()`), else `at`. Only a call
+        sent in that transaction answers while it is open: the worker waits for its calls."""
+        return w.began if w.txn is not None else at
+
     def _apply(self, w: Worker, update: Callable[[], None]) -> None:
         """Apply an oracle update now, or at commit when the worker holds a transaction."""
         if w.txn is None:
@@ -385,7 +391,7 @@ class Core(Scheduler):
 
     def _begin(self, w: Worker) -> None:
         w.main.conn.execute("begin")
-        w.txn, w.snapshot = [], list(w.held)
+        w.txn, w.snapshot, w.began = [], list(w.held), self.now
         self.history.add(self.now, w.name, "begin", "event")
         self.say(f"t={seconds(self.now)} {w.name} begins a transaction")
 

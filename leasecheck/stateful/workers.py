@@ -43,6 +43,8 @@ class Worker:
     paused: bool = False
     crashed: bool = False
     txn: list[Callable[[], None]] | None = None
+    began: int = 0
+    """When its held transaction began: what `now()` reads in every call inside it."""
     txn_calls: list[int] = field(default_factory=list)
     snapshot: list[Held] = field(default_factory=list)
     waiting: Callable[[Any], None] | None = None
