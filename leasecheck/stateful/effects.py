@@ -29,10 +29,11 @@ if TYPE_CHECKING:
 
 
 def judge(oracle: Oracle) -> None:
-    """Flag every job the queue shows done without an effect (after the drain)."""
-    assert oracle.observe is not None, "done-effect needs the queue's state()"
+    """Flag every job the queue showed done without an effect, from the `state()`
+    answers no-lost-jobs read after the drain (no read of its own, so a history saved
+    before this property existed is judged again from the answers it holds)."""
     for job_id, job in oracle.jobs.items():
-        if oracle.observe(job_id) != DONE:
+        if oracle.shown.get(job_id) != DONE:
             continue
         oracle.saw("job shown done judged against its effects")
         if not job.completed_by:

@@ -118,6 +118,8 @@ class Oracle:
     """Effect rows per job (its id as text) in the latest read of them (done-effect)."""
     held_back: set[JobId] = field(default_factory=set)
     """Jobs whose body's effect the machine held back: its claim had not committed."""
+    shown: dict[JobId, str] = field(default_factory=dict)
+    """What `state()` showed for each job after the drain (read once, for no-lost-jobs)."""
     doubts: Doubts = field(default_factory=Doubts)
     """Jobs a claim the harness cancelled may hold (no-hidden-claims, `stateful.hidden`)."""
 
@@ -607,7 +609,7 @@ class Oracle:
                 *self.raised[:3],
                 jobs=tuple(line.split(":")[0] for line in lost),
             )
-        effects.judge(self)  # done-effect, from what state() shows now
+        effects.judge(self)  # done-effect, from what state() showed just now
 
     def lost_jobs(self) -> list[str]:
         """Return the jobs the queue shows neither done once nor failed for good (after a drain).
@@ -619,7 +621,7 @@ class Oracle:
         assert self.observe is not None, "no-lost-jobs needs the queue's state()"
         lost = []
         for job_id, job in self.jobs.items():
-            status = self.observe(job_id)
+            status = self.shown[job_id] = self.observe(job_id)
             done = ", ".join(g.label for g in job.completed_by) or "nobody"
             claims = f"{len(job.grants)} claims"
             if status == DONE and len(job.completed_by) <= 1:
