@@ -30,15 +30,15 @@ SITUATIONS: dict[str, tuple[str, ...]] = {
     "effect sent for a job again": (P.UNIQUE_EFFECTS,),
     "batch of stale and fresh claims": (P.FENCING, P.SINGLE_COMPLETION),
     "job recovered and drained": (P.NO_LOST_JOBS,),
-    "call paused between its statements": (P.SINGLE_COMPLETION, P.FENCING, P.DONE_EFFECT),
-    "call blocked on a lock": (P.EXCLUSIVE_LEASE, P.SINGLE_COMPLETION),
-    "sweep raced an open transaction": (P.NO_LOST_JOBS, P.SINGLE_COMPLETION),
-    "lease ran out while its call waited": (P.OWNER_PROGRESS, P.LATE_OWNER, P.FENCING),
     "idempotency keys of distinct jobs compared": (P.DISTINCT_KEYS,),
     "job shown done judged against its effects": (P.DONE_EFFECT,),
     "job shown done with no completion answered": (P.DONE_EFFECT,),
     "job no claim holds looked at after a claim": (P.NO_HIDDEN_CLAIMS,),
     "tiny tables analyzed, then grown": (P.NO_HIDDEN_CLAIMS, P.EXCLUSIVE_LEASE),
+    "call paused between its statements": (P.SINGLE_COMPLETION, P.FENCING, P.DONE_EFFECT),
+    "call blocked on a lock": (P.EXCLUSIVE_LEASE, P.SINGLE_COMPLETION),
+    "sweep raced an open transaction": (P.NO_LOST_JOBS, P.SINGLE_COMPLETION),
+    "lease ran out while its call waited": (P.OWNER_PROGRESS, P.LATE_OWNER, P.FENCING),
 }
 """Each situation, and the properties it puts to the test."""
 
