@@ -30,4 +30,8 @@ ALL = {
     "sweep-undoes": "mutants.sweep_undoes:SweepUndoes",
     "heartbeat-revives": "mutants.heartbeat_revives:HeartbeatRevives",
     "early-reclaim": "mutants.early_reclaim:EarlyReclaim",
+    "ack-then-work": "mutants.ack_then_work:AckThenWork",
+    "minute-key": "mutants.minute_key:MinuteKey",
+    "claims-two": "mutants.claims_two:ClaimsTwo",
+    "in-subquery-claim": "mutants.in_subquery_claim:InSubqueryClaim",
 }

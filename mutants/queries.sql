@@ -212,3 +212,84 @@ update jobs
   from next
  where jobs.id = next.id
 returning jobs.id, jobs.attempt
+
+-- name: complete_done_only
+-- ack-then-work: the reference's fenced completion, committed on its own (autocommit);
+-- the effect runs afterwards, in a transaction of its own.
+update jobs
+   set status = 'done', locked_by = null, lease_until = null, finished_at = now()
+ where id = %(id)s and attempt = %(attempt)s and status = 'running'
+returning id
+
+-- name: claim_with_schedule
+-- minute-key: the reference claim, also returning the job's kind and the minute it was
+-- scheduled (its creation), which the queue's idempotency key is built from.
+with exhausted as (
+    update jobs
+       set status = 'failed', locked_by = null, lease_until = null, finished_at = now(),
+           last_error = 'lease expired on the last attempt'
+     where id in (select id from jobs
+                   where status = 'running' and lease_until < now() and attempt >= max_attempts
+                   for update skip locked)
+), next as (
+    select id from jobs
+     where status = 'queued'
+        or (status = 'running' and lease_until < now() and attempt < max_attempts)
+     order by id
+     limit 1
+     for update skip locked
+)
+update jobs
+   set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
+       lease_until = now() + %(lease)s, claimed_at = now()
+  from next
+ where jobs.id = next.id
+returning jobs.id, jobs.attempt, jobs.payload ->> 'kind', date_trunc('minute', jobs.created_at)
+
+-- name: claim_two
+-- claims-two: the reference claim with `limit 2`: two jobs marked running, one handed out.
+with exhausted as (
+    update jobs
+       set status = 'failed', locked_by = null, lease_until = null, finished_at = now(),
+           last_error = 'lease expired on the last attempt'
+     where id in (select id from jobs
+                   where status = 'running' and lease_until < now() and attempt >= max_attempts
+                   for update skip locked)
+), next as (
+    select id from jobs
+     where status = 'queued'
+        or (status = 'running' and lease_until < now() and attempt < max_attempts)
+     order by id
+     limit 2
+     for update skip locked
+)
+update jobs
+   set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
+       lease_until = now() + %(lease)s, claimed_at = now()
+  from next
+ where jobs.id = next.id
+returning jobs.id, jobs.attempt
+
+-- name: claim_in_subquery
+-- in-subquery-claim: the pick as `where id in (select ... limit 1 for update skip locked)`
+-- (odd-jobs #115, conductor #369). Under a nested-loop semi-join, which the planner picks
+-- once statistics say `jobs` is tiny, the pick runs again for every row of `jobs` and
+-- each run takes the next job: one call marks several running and hands out one.
+with exhausted as (
+    update jobs
+       set status = 'failed', locked_by = null, lease_until = null, finished_at = now(),
+           last_error = 'lease expired on the last attempt'
+     where id in (select id from jobs
+                   where status = 'running' and lease_until < now() and attempt >= max_attempts
+                   for update skip locked)
+)
+update jobs
+   set status = 'running', attempt = attempt + 1, locked_by = %(worker)s,
+       lease_until = now() + %(lease)s, claimed_at = now()
+ where id in (select id from jobs
+               where status = 'queued'
+                  or (status = 'running' and lease_until < now() and attempt < max_attempts)
+               order by id
+               limit 1
+               for update skip locked)
+returning id, attempt

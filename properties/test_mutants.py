@@ -65,6 +65,15 @@ def test_reference_survives_the_kill_budget(pool: actors.Pool) -> None:
     run_state_machine_as_test(lambda: LeaseMachine(harness), settings=KILL)
 
 
+def test_only_the_replan_move_kills_the_in_subquery_claim(pool: actors.Pool) -> None:
+    """in-subquery-claim dies above; with the `replan` move not offered (a server whose
+    plans never change), it survives the very same budget: only that move reaches it."""
+    queue = contract.load(mutants.ALL["in-subquery-claim"])
+    harness = Harness(queue=queue, pool=pool, replans=False)
+    harness.reset()
+    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=KILL)
+
+
 def test_naive_queue_shrinks_to_the_story(pool: actors.Pool) -> None:
     """Shrunk, the naive queue's failure is the story, in at most 7 steps: a worker
     claims, sleeps past its lease while another reclaims, wakes and completes too."""

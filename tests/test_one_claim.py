@@ -27,7 +27,12 @@ from leasecheck.dbfixtures import janitor
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import clock, contract
 
-QUEUES = {"reference": "leasecheck.reference.queue:ReferenceQueue", **mutants.ALL}
+SEVERAL = {"claims-two": 2, "in-subquery-claim": 3}
+"""Mutants whose one bug is a claim that takes several jobs: how many of the three."""
+QUEUES = {
+    "reference": "leasecheck.reference.queue:ReferenceQueue",
+    **{name: spec for name, spec in mutants.ALL.items() if name not in SEVERAL},
+}
 PICK = "select id from jobs where status = 'queued' order by id limit 1 for update skip locked"
 SET = (
     "set status = 'running', attempt = jobs.attempt + 1, locked_by = 'w',"
@@ -76,3 +81,16 @@ def test_a_claim_takes_one_job(one_row_statistics: str, name: str) -> None:
         running = conn.execute("select count(*) from jobs where status = 'running'").fetchone()
     assert claim is not None
     assert running == (1,), f"{name}'s claim took {running} jobs"
+
+
+@pytest.mark.parametrize("name", sorted(SEVERAL))
+def test_a_several_job_mutant_takes_several(one_row_statistics: str, name: str) -> None:
+    """claims-two always takes two; in-subquery-claim takes all three under these
+    statistics (a nested-loop semi-join runs its pick once per row), and hands out one."""
+    queue = contract.load(mutants.ALL[name])
+    with clock.connect(one_row_statistics) as conn:
+        _three_jobs_seen_as_one(conn)
+        claim = queue.claim(conn, "w", timedelta(seconds=30))
+        running = conn.execute("select count(*) from jobs where status = 'running'").fetchone()
+    assert claim is not None
+    assert running == (SEVERAL[name],), f"{name}'s claim took {running} jobs"

@@ -239,6 +239,7 @@ class Calls(Core):
 
     def _send(self, w: Worker, h: Held) -> None:
         if h.grant is None:
+            self.judge.effect_held_back(h.claim.job_id)
             self.say(
                 f"t={seconds(self.now)} {w.name} holds back the effect of uncommitted {h.label}"
             )

@@ -194,7 +194,8 @@ def not_checked(queue: Queue) -> list[str]:
     if caps.state is None:
         gaps.append(
             f"no-lost-jobs: {queue.name} has no state(); whether each job ends done or "
-            "failed is not observed, and a late owner refused at the cap is not judged"
+            "failed is not observed, a late owner refused at the cap is not judged, and "
+            "neither are done-effect and no-hidden-claims (both read what state() shows)"
         )
     if caps.claim_many is None or caps.complete_many is None or caps.one_claim_per_worker:
         gaps.append(

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from leasecheck.stateful import actors, answers, clock
+from leasecheck.stateful import actors, answers, clock, replan
 from leasecheck.stateful.answers import Answered, Outcome, Raised
 from leasecheck.stateful.contract import (
     CALLS,
@@ -43,6 +43,7 @@ from leasecheck.stateful.units import BEAT, LEASE, SECOND
 from leasecheck.stateful.workers import Held, Worker
 
 MAX_JOBS = 3
+CLAIMING = ("claim", "claim_many")
 
 
 @dataclass
@@ -62,6 +63,16 @@ class Harness:
     """How often each move (rule) was made in every example run on it so far: the mix."""
     schedule: str = "random"
     """Who makes the workers' own moves (`--leasecheck-schedule`): random, pct or mixed."""
+    replans: bool | None = None
+    """Whether the `replan` move is offered (the server can put statistics back); None
+    until asked. A test sets it False to show what only that move reaches."""
+    replanned: list[replan.Saved] = field(default_factory=list)
+    """The statistics the example's first replan replaced, put back by `reset`."""
+
+    def can_replan(self) -> bool:
+        if self.replans is None:
+            self.replans = replan.supported(self.pool.monitor)
+        return self.replans
 
     @property
     def caps(self) -> Capabilities:
@@ -74,6 +85,8 @@ class Harness:
         """
         actors.clean(self.pool.monitor, then=clock.QUERIES["reset"].text)
         self.queue.reset(self.pool.monitor)
+        if self.replanned:  # the next example meets the plans a fresh one meets
+            replan.undo(self.pool.monitor, self.replanned)
 
 
 def _slot(w: Worker) -> str:
@@ -144,6 +157,8 @@ class Core(Scheduler):
         """The claim call in flight whose answer is being handled, if one is."""
         self.priorities: Priorities | None = None
         """With a priority schedule (`stateful.priorities`), who makes a worker's own moves."""
+        self.looked = 0
+        """History lines already scanned for claims that answered (no-hidden-claims)."""
 
     # ----------------------------------------------------------------- plumbing
 
@@ -420,12 +435,24 @@ class Core(Scheduler):
     def _check(self) -> None:
         """Raise the first violation found: later ones in the same step are often its echo."""
         self._refresh()
+        self._claims_settled()
         said = [*self.oracle.declared, *self.oracle.unjudged]
         for line in said[self.said :]:
             self.say(f"  not judged: {line}")
         self.said = len(said)
         for violation in self.oracle.violations:
             self._raise(violation)
+
+    def _claims_settled(self) -> None:
+        """After a step in which a claim answered, have the judge look at what the queue
+        shows running (no-hidden-claims); say whether a claim's outcome was left unknown
+        (the harness cancelled it, or its connection died) without it being in flight."""
+        new = [e for e in self.history.events[self.looked :] if e.op in CLAIMING]
+        self.looked = len(self.history.events)
+        answered = any(e.kind in ("ok", "fail", "info") for e in new)
+        unknown = any(e.kind == "info" or e.value == "cancelled" for e in new)
+        if answered or unknown:
+            self.judge.claims_settled(unknown)
 
     def _raise(self, violation: Violation) -> None:
         """Fail the example on `violation`, unless its property is excused."""

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import psycopg
 
-from leasecheck.stateful import answers
+from leasecheck.stateful import answers, replan
 from leasecheck.stateful.answers import Outcome, Raised
 from leasecheck.stateful.calls import Calls
 from leasecheck.stateful.core import MAX_JOBS, seconds
@@ -52,6 +52,18 @@ class Driver(Calls):
         with self._step():
             for _ in range(min(jobs, MAX_JOBS - len(self.jobs))):
                 self._enqueue()
+
+    def replan(self, grow: int) -> None:
+        """ANALYZE the queue's tables while they are tiny, then the producer adds `grow`
+        jobs: the planner now believes the tables hold what they held (`stateful.replan`)."""
+        with self._step():
+            names = replan.analyze(self.pool.monitor, self.h.replanned)
+            note = f"analyze {', '.join(names)} at {len(self.jobs)} jobs"
+            self.history.add(self.now, "planner", "replan", "event", note=note)
+            self.say(f"t={seconds(self.now)} {note}")
+            for _ in range(min(grow, MAX_JOBS - len(self.jobs))):
+                self._enqueue()
+            self._saw("tiny tables analyzed, then grown")
 
     def claim(self, how: Take) -> None:
         """A worker claims the next job; with `held`, inside a transaction it keeps open."""
@@ -255,6 +267,9 @@ class Driver(Calls):
 
     def can_enqueue(self) -> bool:
         return len(self.jobs) < MAX_JOBS
+
+    def can_replan(self) -> bool:
+        return len(self.jobs) < MAX_JOBS and self.h.can_replan()
 
     def can_claim(self) -> bool:
         return bool(self._claimers()) and self.unfinished()

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from leasecheck.stateful import hidden
 from leasecheck.stateful.contract import Claim, JobId
 from leasecheck.stateful.model import Grant, Observe, Oracle
 
@@ -218,6 +219,15 @@ class Judge:
             )
         )
 
+    def claims_settled(self, unknown: bool) -> None:
+        """A step in which a claim answered is over: judge what state() shows running
+        (no-hidden-claims); `unknown`: a claim's outcome was left unknown meanwhile."""
+        self._judge(Fact("claims_settled", {"unknown": unknown}))
+
+    def effect_held_back(self, job_id: JobId) -> None:
+        """The machine held back a body's effect: its claim had not committed (done-effect)."""
+        self._judge(Fact("effect_held_back", {"job_id": job_id}))
+
     def drained(self) -> None:
         """Judge no-lost-jobs after the drain, from the queue's state (recorded as facts)."""
         self._judge(Fact("drained", {}))
@@ -304,6 +314,12 @@ class Judge:
         self.oracle.effect_rows(
             [(int(c), str(j), str(t), str(w)) for c, j, t, w in rows], set(refused), set(voided)
         )
+
+    def _apply_claims_settled(self, unknown: bool) -> None:
+        hidden.judge(self.oracle, unknown)
+
+    def _apply_effect_held_back(self, job_id: JobId) -> None:
+        self.oracle.held_back.add(job_id)
 
     def _apply_drained(self) -> None:
         self.oracle.drained()

@@ -75,6 +75,13 @@ class LeaseMachine(RuleBasedStateMachine):
         and `claim`: see `stateful.moves`."""
         self.d.enqueue(jobs)
 
+    @precondition(lambda self: self.d.can_replan())
+    @rule(grow=st.integers(min_value=1, max_value=MAX_JOBS - 1))
+    @recorded
+    def replan(self, grow: int) -> None:
+        """The queue's tables are analyzed while tiny, then grow (`stateful.replan`)."""
+        self.d.replan(grow)
+
     @precondition(lambda self: self.d.can_claim())
     @rule(how=TAKE)
     @recorded

@@ -13,8 +13,11 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 
+from leasecheck.stateful import effects
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import DONE, FAILED, Claim, JobId
+from leasecheck.stateful.hidden import Doubts
+from leasecheck.stateful.keys import KeyOwners
 from leasecheck.stateful.properties import Violation
 
 
@@ -119,6 +122,16 @@ class Oracle:
     lost_claims: int = 0
     """Claim calls in flight whose answer was lost (connection gone, call cancelled):
     each may have taken a job, and so used one of its attempts, unseen."""
+    keys: KeyOwners = field(default_factory=KeyOwners)
+    """Which job each idempotency key was first given for (`stateful.keys`)."""
+    effects_seen: dict[str, int] = field(default_factory=dict)
+    """Effect rows per job (its id as text) in the latest read of them (done-effect)."""
+    held_back: set[JobId] = field(default_factory=set)
+    """Jobs whose body's effect the machine held back: its claim had not committed."""
+    shown: dict[JobId, str] = field(default_factory=dict)
+    """What `state()` showed for each job after the drain (read once, for no-lost-jobs)."""
+    doubts: Doubts = field(default_factory=Doubts)
+    """Jobs a claim the harness cancelled may hold (no-hidden-claims, `stateful.hidden`)."""
 
     def saw(self, situation: str) -> None:
         """Count a situation (`stateful.coverage.SITUATIONS`) the example produced."""
@@ -253,7 +266,7 @@ class Oracle:
                 jobs=jobs,
                 grants=(label, *(g.label for g in job.grants)),
             )
-        self._note_key(job, key)
+        self._note_key(job, key, label)
         job.grants.append(new)
         job.tokens.append(claim.token)
         # A grant told with none meanwhile came after every grant told before it: it owns
@@ -417,8 +430,20 @@ class Oracle:
                     self.waiting.remove(w)
                     w.flag()
 
-    def _note_key(self, job: JobModel, key: str) -> None:
-        """Record an idempotency key of the job; it must never change between attempts."""
+    def _note_key(self, job: JobModel, key: str, by: str) -> None:
+        """Record an idempotency key of the job (carried by grant `by`); it must never
+        change between attempts, nor be another job's (`stateful.keys`)."""
+        shared = self.keys.note(key, job.label, by)
+        if self.keys.compared:
+            self.saw("idempotency keys of distinct jobs compared")
+        if shared is not None:
+            self._flag(
+                shared.prop,
+                shared.message,
+                *shared.evidence,
+                jobs=shared.jobs,
+                grants=shared.grants,
+            )
         job.effect_keys.add(key)
         if len(job.effect_keys) > 1:
             self._flag(
@@ -562,7 +587,7 @@ class Oracle:
         job = self.job(grant.claim)
         if job.effects_accepted or key in self.receiver:
             self.saw("effect sent for a job again")
-        self._note_key(job, key)
+        self._note_key(job, key, grant.label)
         if key in self.receiver:
             return False
         self.receiver[key] = grant.claim.job_id
@@ -603,6 +628,7 @@ class Oracle:
                     jobs=(labels.get(job, job),),
                     grants=(worker,),
                 )
+        self.effects_seen = {job: len(evidence) for job, evidence in by_job.items()}
         for job, evidence in by_job.items():
             if len(evidence) > 1:
                 label = labels.get(job, job)
@@ -657,6 +683,7 @@ class Oracle:
                 *self.raised[:3],
                 jobs=tuple(line.split(":")[0] for line in lost),
             )
+        effects.judge(self)  # done-effect, from what state() showed just now
 
     def lost_jobs(self) -> list[str]:
         """Return the jobs the queue shows neither done once nor failed for good (after a drain).
@@ -668,7 +695,7 @@ class Oracle:
         assert self.observe is not None, "no-lost-jobs needs the queue's state()"
         lost = []
         for job_id, job in self.jobs.items():
-            status = self.observe(job_id)
+            status = self.shown[job_id] = self.observe(job_id)
             done = ", ".join(g.label for g in job.completed_by) or "nobody"
             claims = f"{len(job.grants)} claims"
             if status == DONE and len(job.completed_by) <= 1:

@@ -13,6 +13,9 @@ LATE_OWNER = "late-owner"
 NO_LOST_JOBS = "no-lost-jobs"
 RETRY_CAP = "retry-cap"
 ATOMIC_REJECTION = "atomic-rejection"
+DONE_EFFECT = "done-effect"
+DISTINCT_KEYS = "distinct-keys"
+NO_HIDDEN_CLAIMS = "no-hidden-claims"
 
 DESCRIPTIONS = {
     SINGLE_COMPLETION: "at most one completion commits per job",
@@ -26,6 +29,10 @@ DESCRIPTIONS = {
     "the queue gave the job up at its cap or declares revokes_expired",
     NO_LOST_JOBS: "after healing and a full drain, the queue shows every job done once or "
     "failed for good",
+    DONE_EFFECT: "every job the queue shows done had its effect exactly once",
+    DISTINCT_KEYS: "distinct jobs never share an effect_key a receiver deduplicates on",
+    NO_HIDDEN_CLAIMS: "every job the queue shows running was handed out by a claim "
+    "(a claim takes only what it hands out)",
 }
 ALL = tuple(DESCRIPTIONS)
 
