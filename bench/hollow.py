@@ -12,6 +12,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from leasecheck.stateful.core import MAX_JOBS
 from leasecheck.stateful.moves import AFTER, BATCH, HOLD, PICK, STALL, TAKE, Stall, Take
 
 
@@ -31,6 +32,10 @@ class Hollow(RuleBasedStateMachine):
 
     @rule(jobs=st.integers(min_value=1, max_value=2))
     def enqueue(self, jobs: int) -> None:
+        pass
+
+    @rule(grow=st.integers(min_value=1, max_value=MAX_JOBS - 1))
+    def replan(self, grow: int) -> None:
         pass
 
     @rule(how=TAKE)

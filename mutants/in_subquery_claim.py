@@ -7,7 +7,8 @@ two) the planner runs it as a nested-loop semi-join with `jobs` outside, runs th
 pick again for every row, and each run locks the next job: one call marks several
 running and hands out one. The suite's databases never analyze by themselves
 (`stateful.stillness`), so only the `replan` move (`stateful.replan`) reaches it.
-Caught by: no-hidden-claims (the jobs taken but not handed out), or exclusive-lease.
+Caught by: no-hidden-claims (the jobs taken but not handed out), or exclusive-lease, or
+late-owner (an expired job taken from under its late owner, whose next call is refused).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from mutants._base import claim_with
 
 class InSubqueryClaim(ReferenceQueue):
     name = "in-subquery-claim"
-    expected = ("no-hidden-claims", "exclusive-lease")
+    expected = ("no-hidden-claims", "exclusive-lease", "late-owner")
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         return claim_with("claim_in_subquery", conn, worker, lease)

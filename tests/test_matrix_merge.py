@@ -56,8 +56,11 @@ def test_a_column_run_replaces_its_own_and_keeps_the_others_byte_for_byte() -> N
         assert _block(impl) in text and _block(impl) in out
     assert merged["implementations"][0] == run["implementations"][0]
     assert _block(previous["implementations"][0]) not in out
-    # Nothing else changed: the header is the first run's, the merged run's is kept apart.
+    # Nothing else changed: the header is the first run's (with the properties the run
+    # judges that it did not know, in the run's order), the merged run's is kept apart.
     expected = json.loads(text)
+    assert {p: merged["properties"][p] for p in expected["properties"]} == expected["properties"]
+    expected["properties"] = merged["properties"]
     expected["implementations"][0] = run["implementations"][0]
     expected["columns_run_apart"] = {"reference": {**META, "seconds": 10.0, "command": COMMAND}}
     assert out == report.dumps(expected)

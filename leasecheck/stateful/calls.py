@@ -80,7 +80,9 @@ class Calls(Core):
         answered_at = self.now if sent is not None else None  # it took the job by then
 
         def grant() -> None:
-            held.grant = self.judge.grant(claim, label, began, key, answered, sent, answered_at)
+            held.grant = self.judge.grant(
+                claim, label, at, key, answered, sent, answered_at, lease_from=began
+            )
             if w.beat is not None and not w.crashed:
                 held.next_beat = self.now + BEAT
 
@@ -160,8 +162,7 @@ class Calls(Core):
                 if w.txn is not None:
                     w.txn_calls.append(call_id)
                 self.say(f"t={seconds(at)} {w.name} completes {h.label} in a batch: {_said(read)}")
-                instant = self._instant(w, at)
-                self._apply(w, partial(self._judge_complete, h, read, instant, self.now))
+                self._apply(w, partial(self._judge_complete, h, read, at, self.now))
 
         self._call(
             w,
@@ -186,16 +187,24 @@ class Calls(Core):
                 h.believed = False
             said = "extended" if read.yes else _said(read)
             self.say(f"t={seconds(at)} {w.name} heartbeats {h.label}: {said}")
-            answered, instant = self.now, self._instant(w, at)
-            self._apply(w, lambda: self._judge(h, "heartbeat", read, instant, answered))
+            answered, began = self.now, self._instant(w, at)
+            self._apply(w, lambda: self._judge(h, "heartbeat", read, at, answered, began))
 
         self._call(w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done)
 
-    def _judge(self, h: Held, op: str, read: answers.YesNo, at: int, answered: int) -> None:
+    def _judge(
+        self,
+        h: Held,
+        op: str,
+        read: answers.YesNo,
+        at: int,
+        answered: int,
+        lease_from: int | None = None,
+    ) -> None:
         """Hand one judged answer of `h`'s grant to the judge (a claim never committed has
-        no grant: nothing to judge)."""
+        no grant: nothing to judge); `lease_from`: the instant a heartbeat's now() read."""
         if h.grant is not None:
-            self.judge.answer(op, h.grant, read.yes, at, answered, read.raised)
+            self.judge.answer(op, h.grant, read.yes, at, answered, read.raised, lease_from)
 
     def _complete(self, w: Worker, h: Held) -> None:
         call_id = next(self.calls)
@@ -228,8 +237,8 @@ class Calls(Core):
             if w.txn is not None:
                 w.txn_calls.append(call_id)
             self.say(f"t={seconds(at)} {w.name} completes {h.label}: {_said(read)}")
-            answered, instant = self.now, self._instant(w, at)
-            self._apply(w, lambda: self._judge(h, "complete", read, instant, answered))
+            answered = self.now
+            self._apply(w, lambda: self._judge(h, "complete", read, at, answered))
 
         complete = self.queue.complete
         self._call(w, "complete", h, lambda c: complete(c, h.raw, effect), done, releases=[h])
@@ -269,8 +278,8 @@ class Calls(Core):
                 self._release_lost(w, "fail", h, at)
                 return
             self.say(f"t={seconds(at)} {w.name} fails {h.label}: {_said(read)}")
-            answered, instant = self.now, self._instant(w, at)
-            self._apply(w, lambda: self._judge(h, "fail", read, instant, answered))
+            answered = self.now
+            self._apply(w, lambda: self._judge(h, "fail", read, at, answered))
 
         fail = self.queue.fail
         self._call(w, "fail", h, lambda c: fail(c, h.raw, "job raised"), done, releases=[h])

@@ -241,7 +241,8 @@ class Core(Scheduler):
     def _instant(self, w: Worker, at: int) -> int:
         """Return the instant `now()` read in `w`'s call sent at `at`: inside the transaction
         `w` holds open, the transaction's start (PostgreSQL's `now()`), else `at`. Only a call
-        sent in that transaction answers while it is open: the worker waits for its calls."""
+        sent in that transaction answers while it is open: the worker waits for its calls.
+        A lease such a call writes starts then; the call still takes effect when it runs."""
         return w.began if w.txn is not None else at
 
     def _apply(self, w: Worker, update: Callable[[], None]) -> None:

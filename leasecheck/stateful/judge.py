@@ -123,11 +123,12 @@ class Judge:
         event: int | None = None,
         sent: int | None = None,
         answered_at: int | None = None,
+        lease_from: int | None = None,
     ) -> Grant:
         """Judge a committed claim; `event` is the history line that answered it, `sent`
         the claim call's own line when it answered after being in flight, and
         `answered_at` the simulated time of that answer (it took the job between `at`
-        and then)."""
+        and then); `lease_from` the instant its `now()` read, if not `at`."""
         args = {
             "job_id": claim.job_id,
             "token": token_value(claim.token),
@@ -141,6 +142,8 @@ class Judge:
             args["sent"] = sent
         if answered_at is not None:
             args["answered_at"] = answered_at
+        if lease_from is not None and lease_from != at:
+            args["lease_from"] = lease_from
         self._judge(Fact("grant", args))
         return self.grants[-1]
 
@@ -152,16 +155,20 @@ class Judge:
         at: int,
         answered: int | None = None,
         raised: str | None = None,
+        lease_from: int | None = None,
     ) -> None:
         """Judge a heartbeat, completion or failure report (`op`) of `grant`.
 
         `at`: when the call was sent; `answered`: when its answer came (later if it
-        waited); `raised`: the quoted exception when the "no" was one.
+        waited); `raised`: the quoted exception when the "no" was one; `lease_from`: the
+        instant a heartbeat's `now()` read, if not `at` (inside a held transaction).
         """
         args: dict[str, Any] = {"grant": self.grants.index(grant), "accepted": accepted, "at": at}
         args["answered"] = at if answered is None else answered
         if raised is not None:
             args["raised"] = raised
+        if lease_from is not None and lease_from != at:
+            args["lease_from"] = lease_from
         self._judge(Fact(op, args))
 
     def heartbeat(self, grant: Grant, accepted: bool, at: int, answered: int | None = None) -> None:
@@ -253,9 +260,11 @@ class Judge:
         event: int | None,
         sent: int | None = None,
         answered_at: int | None = None,
+        lease_from: int | None = None,
     ) -> None:
         claim = Claim(job_id=job_id, token=_read_token(token), worker=worker)
-        self.grants.append(self.oracle.grant(claim, label, at, key, sent, answered_at))
+        grant = self.oracle.grant(claim, label, at, key, sent, answered_at, lease_from)
+        self.grants.append(grant)
         self.events.append(event)
 
     def grant_of(self, event: int) -> Grant | None:
@@ -273,10 +282,14 @@ class Judge:
         at: int,
         answered: int | None = None,
         raised: str | None = None,
+        lease_from: int | None = None,
     ) -> None:
         """Judge a heartbeat, completion or failure report (`op`, the oracle's method)."""
         judge = getattr(self.oracle, op)
-        judge(self.grants[grant], accepted, at, answered, raised)
+        if lease_from is not None:  # a heartbeat's only
+            judge(self.grants[grant], accepted, at, answered, raised, lease_from)
+        else:
+            judge(self.grants[grant], accepted, at, answered, raised)
 
     def _apply_heartbeat(self, **args: Any) -> None:
         self._apply_call("heartbeat", **args)

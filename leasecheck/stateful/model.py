@@ -190,8 +190,13 @@ class Oracle:
         key: str,
         sent: int | None = None,
         answered_at: int | None = None,
+        lease_from: int | None = None,
     ) -> Grant:
         """Record a committed claim and check it against every earlier one of its job.
+
+        Its lease ends a lease after `lease_from`, the instant its `now()` read, when that
+        differs from `at` (a claim inside a transaction held open since then: the lease it
+        wrote may even have ended before it was granted).
 
         A claim answered after it was in flight (`sent`: its call) may have taken the
         job before or after the grants told meanwhile: its token order and lease are
@@ -200,7 +205,8 @@ class Oracle:
         and `answered_at`: an earlier lease breaks exclusive-lease only if it held
         over that whole stretch."""
         job = self.job(claim)
-        new = Grant(claim=claim, label=label, granted_at=at, lease_end=at + self.lease)
+        start = at if lease_from is None else lease_from
+        new = Grant(claim=claim, label=label, granted_at=at, lease_end=start + self.lease)
         new.seq, self.told = self.told, self.told + 1
         jobs = (job.label,)
         since = self.told_when_sent.get(sent, new.seq) if sent is not None else new.seq
@@ -460,10 +466,12 @@ class Oracle:
         at: int,
         answered: int | None = None,
         raised: str | None = None,
+        lease_from: int | None = None,
     ) -> None:
         """Judge a heartbeat sent at `at` and answered at `answered` (later, if it waited).
 
-        An extension counts from when it was sent (the statement's `now()`); a refusal
+        An extension counts from when it was sent (the statement's `now()`), or from
+        `lease_from` inside a transaction held open since then (its `now()`); a refusal
         is judged when it came: a call that waited on a lock meets the queue as it is
         when the lock is let go, and the lease may have run out meanwhile.
         """
@@ -474,7 +482,7 @@ class Oracle:
         if grant is self.owner(job):
             if accepted:
                 grant.renewals.append((at, grant.lease_end))
-                grant.lease_end = at + self.lease
+                grant.lease_end = (at if lease_from is None else lease_from) + self.lease
             else:
                 self._refused(grant, "heartbeat", at if answered is None else answered, raised)
         elif accepted:
