@@ -215,3 +215,34 @@ def test_a_lease_written_in_a_held_transaction_counts_from_its_start(
     transaction's start, as its `now()` says: w1's claim at t=40s takes an expired lease."""
     story = _replay(ReferenceQueue(), reference_pool, LEASE_FROM_A_HELD_TRANSACTION)
     assert any("w1 claims job1" in line for line in story), story
+
+
+SWALLOWED_CANCEL = [
+    Step("start", {"workers": 2}),
+    CLAIM,  # w0: job1
+    Step("pause", {"pick": 0}),
+    Step("time_passes", {"to": "past-lease-end"}),
+    Step("claim", {"how": Take(worker=0, held=True)}),  # w1 takes job1 in a held transaction
+    Step("resume", {"pick": 0}),
+    Step("time_passes", {"to": "second"}),  # w0's heartbeat waits on w1's row lock
+    Step("complete", {"pick": 0}),  # a second waiter: the harness cancels it; swallowed, True
+]
+
+
+def test_a_call_the_harness_cancelled_is_not_judged_whatever_it_answers(
+    reference_pool: actors.Pool,
+) -> None:
+    """The library swallowed the harness's cancel and acknowledged the job: that True is no
+    acceptance (w1's claim, committed at teardown, would read as a job handed out again
+    after its completion), so it is recorded as ended by the harness and not judged."""
+    harness = Harness(queue=q.SwallowingComplete(), pool=reference_pool)
+    harness.reset()
+    machine = LeaseMachine(harness)
+    try:
+        for step in SWALLOWED_CANCEL:
+            getattr(machine, step.rule)(**step.args)
+            machine.every_property_holds()
+        ended = [e for e in machine.d.history.events if e.op == "complete" and e.kind != "invoke"]
+        assert [(e.kind, e.value) for e in ended] == [("event", "cancelled")] * 2, ended
+    finally:
+        machine.teardown()
