@@ -34,4 +34,5 @@ ALL = {
     "minute-key": "mutants.minute_key:MinuteKey",
     "claims-two": "mutants.claims_two:ClaimsTwo",
     "in-subquery-claim": "mutants.in_subquery_claim:InSubqueryClaim",
+    "from-subquery-claim": "mutants.from_subquery_claim:FromSubqueryClaim",
 }

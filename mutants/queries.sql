@@ -293,3 +293,30 @@ update jobs
                limit 1
                for update skip locked)
 returning id, attempt
+
+-- name: claim_from_subquery
+-- from-subquery-claim: the pick as a subquery in FROM, `update ... from (select id ...
+-- limit 1 for update skip locked) as next where jobs.id = next.id`. Under a nested loop
+-- with `jobs` outside, which the planner picks once statistics say `jobs` is tiny, the
+-- subquery is scanned again for every row of `jobs`; each rescan re-checks the row it
+-- locked, finds it taken by this very statement, and locks the next: one call marks
+-- several running and hands out one. A CTE (the reference's `next`) is scanned once.
+with exhausted as (
+    update jobs
+       set status = 'failed', locked_by = null, lease_until = null, finished_at = now(),
+           last_error = 'lease expired on the last attempt'
+     where id in (select id from jobs
+                   where status = 'running' and lease_until < now() and attempt >= max_attempts
+                   for update skip locked)
+)
+update jobs
+   set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
+       lease_until = now() + %(lease)s, claimed_at = now()
+  from (select id from jobs
+         where status = 'queued'
+            or (status = 'running' and lease_until < now() and attempt < max_attempts)
+         order by id
+         limit 1
+         for update skip locked) as next
+ where jobs.id = next.id
+returning jobs.id, jobs.attempt

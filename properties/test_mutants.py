@@ -65,10 +65,11 @@ def test_reference_survives_the_kill_budget(pool: actors.Pool) -> None:
     run_state_machine_as_test(lambda: LeaseMachine(harness), settings=KILL)
 
 
-def test_only_the_replan_move_kills_the_in_subquery_claim(pool: actors.Pool) -> None:
-    """in-subquery-claim dies above; with the `replan` move not offered (a server whose
-    plans never change), it survives the very same budget: only that move reaches it."""
-    queue = contract.load(mutants.ALL["in-subquery-claim"])
+@pytest.mark.parametrize("name", ["in-subquery-claim", "from-subquery-claim"])
+def test_only_the_replan_move_kills_the_subquery_claims(name: str, pool: actors.Pool) -> None:
+    """Each dies above; with the `replan` move not offered (a server whose plans never
+    change), it survives the very same budget: only that move reaches it."""
+    queue = contract.load(mutants.ALL[name])
     harness = Harness(queue=queue, pool=pool, replans=False)
     harness.reset()
     run_state_machine_as_test(lambda: LeaseMachine(harness), settings=KILL)

@@ -27,15 +27,20 @@ update jobs
 """
 
 PICK = """
+with next as (
+    select id from jobs
+     where status = 'queued' or (status = 'running' and lease_until < {clock})
+     order by id limit 1 for update skip locked
+)
 update jobs
    set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
        lease_until = now() + %(lease)s, claimed_at = now()
-  from (select id from jobs
-         where status = 'queued' or (status = 'running' and lease_until < {clock})
-         order by id limit 1 for update skip locked) as next
+  from next
  where jobs.id = next.id
 returning jobs.id, jobs.attempt
 """
+"""A CTE, scanned once: the same pick as a subquery in FROM is scanned again for every row
+of `jobs` under a nested loop, and takes several (mutant from-subquery-claim)."""
 
 
 class CapThenPick(ReferenceQueue):

@@ -27,7 +27,7 @@ from leasecheck.dbfixtures import janitor
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import clock, contract
 
-SEVERAL = {"claims-two": 2, "in-subquery-claim": 3}
+SEVERAL = {"claims-two": 2, "in-subquery-claim": 3, "from-subquery-claim": 3}
 """Mutants whose one bug is a claim that takes several jobs: how many of the three."""
 QUEUES = {
     "reference": "leasecheck.reference.queue:ReferenceQueue",
@@ -85,8 +85,8 @@ def test_a_claim_takes_one_job(one_row_statistics: str, name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(SEVERAL))
 def test_a_several_job_mutant_takes_several(one_row_statistics: str, name: str) -> None:
-    """claims-two always takes two; in-subquery-claim takes all three under these
-    statistics (a nested-loop semi-join runs its pick once per row), and hands out one."""
+    """claims-two always takes two; in-subquery-claim and from-subquery-claim take all three
+    under these statistics (a nested loop runs their pick once per row), and hand out one."""
     queue = contract.load(mutants.ALL[name])
     with clock.connect(one_row_statistics) as conn:
         _three_jobs_seen_as_one(conn)
