@@ -1,7 +1,9 @@
 """from-subquery-claim — the claim picks its job in a subquery in FROM, not a CTE.
 
-Source: the shape most tutorials and many queues write, `update jobs set ... from
-(select id ... limit 1 for update skip locked) as next where jobs.id = next.id`. Once the
+Source: the shape many tutorials and queues write, `update jobs set ... from
+(select id ... limit 1 for update skip locked) as next where jobs.id = next.id`, fixed with
+a CTE in relay-rs #22 and postmangovsg #276; PostgreSQL's answer to BUG #15715 is that only
+a WITH query is guaranteed to run once, so this is the planner's right, not a bug. Once the
 statistics say the table is tiny (an ANALYZE, or autovacuum, while it held a row or two)
 the planner joins it as a nested loop with `jobs` outside and scans the subquery again for
 every row; each rescan finds the row it locked already updated by this statement and locks
