@@ -123,6 +123,7 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
     picks("pause", len([w for w in d.workers if not w.paused]))
     picks("resume", len([w for w in d.workers if w.paused]))
     picks("crash", len(d._busy()))
+    picks("restart", len(d._busy()))
     picks("cut", len([w for w in d.workers if w.txn is not None or w.waiting]))
     if d.can_sweep():
         out.extend(Step("sweep", {"after": a}) for a in ("now", "past-lease-end"))

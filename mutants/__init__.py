@@ -30,4 +30,5 @@ ALL = {
     "sweep-undoes": "mutants.sweep_undoes:SweepUndoes",
     "heartbeat-revives": "mutants.heartbeat_revives:HeartbeatRevives",
     "early-reclaim": "mutants.early_reclaim:EarlyReclaim",
+    "recover-by-name": "mutants.recover_by_name:RecoverByName",
 }

@@ -274,8 +274,9 @@ class Core(Scheduler):
         w.snapshot = []
         self.db_dirty = True
 
-    def _replace(self, w: Worker, why: str) -> None:
-        """Crash `w`: end both backends; a fresh worker with a new name takes its place.
+    def _replace(self, w: Worker, why: str, *, same_name: bool = False) -> Worker:
+        """Crash `w`: end both backends; a fresh worker with a new name takes its place
+        (with `same_name`, one the queue is told the old name, as a restarted process is).
 
         Backends with a call in flight go first: ending the main connection first
         would roll back its transaction and let a heartbeat blocked behind it run,
@@ -295,8 +296,13 @@ class Core(Scheduler):
                 self.pool.release(done)
         base = w.name.split(".")[0]
         fresh = self._new_worker(f"{base}.{next(self.generation)}")
+        starts = f"{fresh.name} starts"
+        if same_name:
+            fresh.known_as = w.queue_name
+            starts = f"{fresh.name} starts under the old name {fresh.known_as}"
         self.workers[self.workers.index(w)] = fresh
-        self.history.add(self.now, w.name, "crash", "event", note=f"{why}; {fresh.name} starts")
+        self.history.add(self.now, w.name, "crash", "event", note=f"{why}; {starts}")
+        return fresh
 
     def _may(self, w: Worker, call: str) -> bool:
         """Return whether `w` may make `call` now: outside a held transaction, or one the

@@ -152,6 +152,19 @@ class Driver(Calls):
             self.say(f"t={seconds(self.now)} {w.name} crashes")
             self._replace(w, "crashed")
 
+    def restart(self, pick: int) -> None:
+        """The worker's process dies and a new one starts under the SAME worker name,
+        holding nothing, while the old process's claims may still be unexpired (a
+        supervisor's restart, a pod that keeps its hostname). The queue sees one name
+        for two processes; the story calls the new one `w1.3` and says whose name it has."""
+        with self._step():
+            w = self._pick(self._busy(), pick)
+            fresh = self._replace(w, "restarted", same_name=True)
+            said = f"restarts: {fresh.name} comes up under the old name {fresh.known_as}"
+            self.say(f"t={seconds(self.now)} {w.name} {said}")
+            if any(h.grant is not None and self._owns(h) for h in w.held):
+                self._saw("worker restarted under its name while it held a lease")
+
     def cut(self, pick: int) -> None:
         """The server ends the worker's backend; the worker reconnects and keeps its claims."""
         with self._step():
@@ -282,6 +295,9 @@ class Driver(Calls):
         return any(not w.paused and w.granted for w in self.workers)
 
     def can_crash(self) -> bool:
+        return bool(self._busy())
+
+    def can_restart(self) -> bool:
         return bool(self._busy())
 
     def can_cut(self) -> bool:

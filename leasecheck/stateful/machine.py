@@ -152,6 +152,13 @@ class LeaseMachine(RuleBasedStateMachine):
         """The worker's process dies: its connections close, mid-transaction or not."""
         self.d.crash(pick)
 
+    @precondition(lambda self: self.d.can_restart())
+    @rule(pick=PICK)
+    @recorded
+    def restart(self, pick: int) -> None:
+        """The worker's process dies and comes back under the same worker name."""
+        self.d.restart(pick)
+
     @precondition(lambda self: self.d.can_cut())
     @rule(pick=PICK)
     @recorded

@@ -47,6 +47,14 @@ class Worker:
     snapshot: list[Held] = field(default_factory=list)
     waiting: Callable[[Any], None] | None = None
     beat_waiting: Callable[[Any], None] | None = None
+    known_as: str = ""
+    """The name the queue is told, when it is not `name`: a worker restarted under its
+    old name (`restart`) is told the old one, while the story tells the two apart."""
+
+    @property
+    def queue_name(self) -> str:
+        """Return the worker name the queue's calls get."""
+        return self.known_as or self.name
 
     @property
     def can_act(self) -> bool:
