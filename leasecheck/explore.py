@@ -138,6 +138,7 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
         for after in AFTERS:
             picks("preempt", len(d._preemptible()), after=after)
     picks("resume_call", len(d._parked()))
+    picks("time_out", len(d._timeoutable()))
     return out
 
 

@@ -31,4 +31,5 @@ ALL = {
     "heartbeat-revives": "mutants.heartbeat_revives:HeartbeatRevives",
     "early-reclaim": "mutants.early_reclaim:EarlyReclaim",
     "recover-by-name": "mutants.recover_by_name:RecoverByName",
+    "swallowed-timeout": "mutants.swallowed_timeout:SwallowedTimeout",
 }

@@ -12,9 +12,9 @@ import pytest
 import mutants
 from leasecheck.stateful import actors, contract, replay
 from leasecheck.stateful.machine import Harness
-from leasecheck.stateful.moves import Take
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
-from leasecheck.stateful.properties import EXCLUSIVE_LEASE, PropertyViolated
+from leasecheck.stateful.properties import EXCLUSIVE_LEASE, NO_LOST_JOBS, PropertyViolated
 from tests.fixtures import REFERENCE
 
 
@@ -62,4 +62,54 @@ def test_a_crash_gives_a_new_name_and_the_mutant_goes_free(reference_pool: actor
         s if s.rule != "restart" else Step("crash", {"pick": 0}) for s in RESTART_UNDER_ITS_NAME
     ]
     done = replay.replay(_harness(mutants.ALL["recover-by-name"], reference_pool), steps)
+    assert done.skipped == [], done.skipped
+
+
+def _late_completion_behind_a_reclaim(commit: bool) -> list[Step]:
+    return [
+        Step("start", {"workers": 2}),
+        Step("claim", {"how": Take(worker=0, held=False)}),  # w0: job1#1
+        Step("asleep", {"how": Stall(worker=0, alone=True, then="nothing")}),  # lease runs out
+        Step("open_transaction", {"pick": 1}),  # w1 begins
+        Step("claim", {"how": Take(worker=1, held=False)}),  # w1 takes job1#2 in it: row locked
+        Step("time_out", {"pick": 0}),  # w0's next lock wait times out
+        Step("complete", {"pick": 0}),  # w0, a late owner, completes: 55P03 on w1's row lock
+        Step("close_transaction", {"pick": 0, "commit": commit}),
+    ]
+
+
+def test_a_completion_that_swallows_its_lock_timeout_is_caught(
+    reference_pool: actors.Pool,
+) -> None:
+    """The swallowed timeout answers True while the completion rolled back; the reclaim
+    that held the lock commits, and the job is handed out after an accepted completion."""
+    harness = _harness(mutants.ALL["swallowed-timeout"], reference_pool)
+    with pytest.raises(PropertyViolated) as caught:
+        replay.replay(harness, _late_completion_behind_a_reclaim(commit=True))
+    violation = caught.value.violation
+    assert violation.prop == NO_LOST_JOBS, violation
+    assert "handed out again (w1:job1#2)" in violation.message, violation.message
+    (history,) = [f.history for f in harness.recorder.last.values()]
+    completes = [e for e in history.events if e.op == "complete" and e.worker == "w0"]
+    assert [e.kind for e in completes][:2] == ["invoke", "ok"], completes
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["reclaim-commits", "reclaim-rolls-back"])
+def test_the_reference_times_out_honestly(reference_pool: actors.Pool, commit: bool) -> None:
+    """The reference raises the lock timeout (its "no"); judged once the reclaim it waited
+    for commits (a stale call's refusal), said and not judged when it rolls back."""
+    lines: list[str] = []
+    harness = _harness(REFERENCE, reference_pool)
+    done = replay.replay(harness, _late_completion_behind_a_reclaim(commit), say=lines.append)
+    assert done.skipped == [], done.skipped
+    story = "\n".join(lines)
+    assert "refused, it raised LockNotAvailable: canceling statement due to lock timeout" in story
+    assert "judged once it commits, not judged if it rolls back" in story, story
+
+
+def test_without_the_timeout_the_completion_waits_and_the_mutant_goes_free(
+    reference_pool: actors.Pool,
+) -> None:
+    steps = [s for s in _late_completion_behind_a_reclaim(commit=True) if s.rule != "time_out"]
+    done = replay.replay(_harness(mutants.ALL["swallowed-timeout"], reference_pool), steps)
     assert done.skipped == [], done.skipped

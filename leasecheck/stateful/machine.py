@@ -194,6 +194,13 @@ class LeaseMachine(RuleBasedStateMachine):
         for `hold` further steps (a program saved without `hold`: until `resume_call`)."""
         self.d.preempt(pick, after, hold)
 
+    @precondition(lambda self: self.d.can_time_out())
+    @rule(pick=PICK)
+    @recorded
+    def time_out(self, pick: int) -> None:
+        """A worker's next call that waits on a lock fails as its lock_timeout would."""
+        self.d.time_out(pick)
+
     @precondition(lambda self: self.d.can_resume_call())
     @rule(pick=PICK)
     @recorded
