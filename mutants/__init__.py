@@ -32,4 +32,5 @@ ALL = {
     "early-reclaim": "mutants.early_reclaim:EarlyReclaim",
     "recover-by-name": "mutants.recover_by_name:RecoverByName",
     "swallowed-timeout": "mutants.swallowed_timeout:SwallowedTimeout",
+    "swallowed-conflict": "mutants.swallowed_conflict:SwallowedConflict",
 }

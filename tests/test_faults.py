@@ -14,7 +14,12 @@ from leasecheck.stateful import actors, contract, replay
 from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
-from leasecheck.stateful.properties import EXCLUSIVE_LEASE, NO_LOST_JOBS, PropertyViolated
+from leasecheck.stateful.properties import (
+    EXCLUSIVE_LEASE,
+    NO_LOST_JOBS,
+    OWNER_PROGRESS,
+    PropertyViolated,
+)
 from tests.fixtures import REFERENCE
 
 
@@ -112,4 +117,51 @@ def test_without_the_timeout_the_completion_waits_and_the_mutant_goes_free(
 ) -> None:
     steps = [s for s in _late_completion_behind_a_reclaim(commit=True) if s.rule != "time_out"]
     done = replay.replay(_harness(mutants.ALL["swallowed-timeout"], reference_pool), steps)
+    assert done.skipped == [], done.skipped
+
+
+def _completion_after_its_own_beat(level: str) -> list[Step]:
+    return [
+        Step("start", {"workers": 2}),
+        Step("claim", {"how": Take(worker=0, held=False)}),  # w0: job1#1
+        Step("open_transaction", {"pick": 0, "level": level}),  # w0 begins at `level`
+        Step("claim", {"how": Take(worker=0, held=False)}),  # in it, nothing: the snapshot
+        Step("time_passes", {"to": "beat"}),  # w0's heartbeat connection renews job1
+        Step("complete", {"pick": 0}),  # in the old snapshot: 40001 above read committed
+        Step("close_transaction", {"pick": 0, "commit": True}),
+    ]
+
+
+def test_a_completion_that_swallows_a_serialization_failure_is_caught(
+    reference_pool: actors.Pool,
+) -> None:
+    harness = _harness(mutants.ALL["swallowed-conflict"], reference_pool)
+    with pytest.raises(PropertyViolated) as caught:
+        replay.replay(harness, _completion_after_its_own_beat("repeatable read"))
+    violation = caught.value.violation
+    assert violation.prop == NO_LOST_JOBS, violation
+    assert "after the queue had accepted its completion" in violation.message, violation
+
+
+def test_the_reference_refuses_its_owner_above_read_committed(
+    reference_pool: actors.Pool,
+) -> None:
+    """What the stricter levels find in the reference itself: its heartbeat and its
+    completion update one row, so in a caller's transaction whose snapshot predates the
+    worker's own renewal, the completion raises 40001: the current owner is refused."""
+    for level in ("repeatable read", "serializable"):
+        harness = _harness(REFERENCE, reference_pool)
+        with pytest.raises(PropertyViolated) as caught:
+            replay.replay(harness, _completion_after_its_own_beat(level))
+        violation = caught.value.violation
+        assert violation.prop == OWNER_PROGRESS, violation
+        assert "raised SerializationFailure" in violation.message, violation.message
+
+
+@pytest.mark.parametrize("spec", [REFERENCE, mutants.ALL["swallowed-conflict"]])
+def test_read_committed_hides_it(reference_pool: actors.Pool, spec: str) -> None:
+    """At the default level the completion re-reads the renewed row and is accepted."""
+    done = replay.replay(
+        _harness(spec, reference_pool), _completion_after_its_own_beat("read committed")
+    )
     assert done.skipped == [], done.skipped

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from leasecheck.stateful import actors, answers, clock
+from leasecheck.stateful import actors, answers, clock, isolation
 from leasecheck.stateful.answers import Answered, Outcome, Raised
 from leasecheck.stateful.contract import (
     CALLS,
@@ -62,6 +62,8 @@ class Harness:
     """How often each move (rule) was made in every example run on it so far: the mix."""
     schedule: str = "random"
     """Who makes the workers' own moves (`--leasecheck-schedule`): random, pct or mixed."""
+    isolation: str = "read-committed"
+    """The level of held transactions (`--leasecheck-isolation`, `stateful.isolation`)."""
 
     @property
     def caps(self) -> Capabilities:
@@ -375,11 +377,12 @@ class Core(Scheduler):
         # its job's instant (a queue may hand out only jobs due strictly before now).
         self._advance(self.now + 1)
 
-    def _begin(self, w: Worker) -> None:
-        w.main.conn.execute("begin")
+    def _begin(self, w: Worker, level: str | None = None) -> None:
+        w.main.conn.execute(isolation.begin(level))
         w.txn, w.snapshot = [], list(w.held)
-        self.history.add(self.now, w.name, "begin", "event")
-        self.say(f"t={seconds(self.now)} {w.name} begins a transaction")
+        self.history.add(self.now, w.name, "begin", "event", note=level or "")
+        at = f" ({level})" if level else ""
+        self.say(f"t={seconds(self.now)} {w.name} begins a transaction{at}")
 
     def _resume(self, w: Worker) -> None:
         # Its overdue heartbeats fire at the next tick of the clock, not before the

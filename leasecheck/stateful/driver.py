@@ -73,12 +73,13 @@ class Driver(Calls):
             for _ in range(min(jobs, MAX_JOBS - len(self.jobs))):
                 self._enqueue()
 
-    def claim(self, how: Take) -> None:
-        """A worker claims the next job; with `held`, inside a transaction it keeps open."""
+    def claim(self, how: Take, level: str | None = None) -> None:
+        """A worker claims the next job; with `held`, inside a transaction it keeps open
+        (at isolation `level`, if given: `stateful.isolation`)."""
         with self._step():
             w = self._pick_own(self._claimers(), how.worker)
             if how.held and w.txn is None and "claim" in self.caps.held_calls:
-                self._begin(w)
+                self._begin(w, level)
             self._claim(w)
 
     def claim_batch(self, pick: int, size: int) -> None:
@@ -231,11 +232,13 @@ class Driver(Calls):
             self.say(f"t={seconds(self.now)} clock advances to {seconds(target)} ({why})")
             self._advance(target)
 
-    def open_transaction(self, pick: int) -> None:
-        """Open a transaction the worker's next calls run inside, held across steps."""
+    def open_transaction(self, pick: int, level: str | None = None) -> None:
+        """Open a transaction the worker's next calls run inside, held across steps (at
+        isolation `level`, if given: `stateful.isolation`)."""
         with self._step():
             self._begin(
-                self._pick_own([w for w in self.workers if w.can_act and w.txn is None], pick)
+                self._pick_own([w for w in self.workers if w.can_act and w.txn is None], pick),
+                level,
             )
 
     def close_transaction(self, pick: int, commit: bool) -> None:
@@ -302,7 +305,7 @@ class Driver(Calls):
         """Send a call; for a worker armed by `time_out`, with the lock timeout set on its
         session just before and reset once it answered (a rollback undoes it too)."""
         if beat or w.name not in self.timeouts:
-            super()._call(w, op, held, fn, done, beat=beat, after=after)
+            super()._call(w, op, held, fn, self._noting(done), beat=beat, after=after)
             return
         session = w.main
         session.conn.execute(FAULTS["arm_lock_timeout"].text)
@@ -320,7 +323,18 @@ class Driver(Calls):
                     self._rivals_of(w, held)
             done(outcome, at)
 
-        super()._call(w, op, held, fn, timed, beat=beat, after=after)
+        super()._call(w, op, held, fn, self._noting(timed), beat=beat, after=after)
+
+    def _noting(self, done: Done) -> Done:
+        """Count a serialization failure (40001) the queue answered with, then read it."""
+
+        def noted(outcome: Outcome, at: int) -> None:
+            error = outcome.error if isinstance(outcome, Raised) else None
+            if isinstance(error, psycopg.errors.SerializationFailure):
+                self._saw("serialization failure in a held transaction")
+            done(outcome, at)
+
+        return noted
 
     def _rivals_of(self, w: Worker, held: Held) -> None:
         """Note what a timed-out call may have waited for: the other workers' open

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from leasecheck.stateful import isolation
 from leasecheck.stateful.contract import Capabilities
 from leasecheck.stateful.core import MAX_JOBS, Harness
 from leasecheck.stateful.driver import Driver
@@ -36,7 +37,15 @@ from leasecheck.stateful.moves import (
 from leasecheck.stateful.program import recorded
 from leasecheck.stateful.properties import violation_error
 
-__all__ = ["Harness", "LeaseMachine", "PriorityMachine", "machine_for", "note", "violation_error"]
+__all__ = [
+    "Harness",
+    "LeaseMachine",
+    "PriorityMachine",
+    "at_isolation",
+    "machine_for",
+    "note",
+    "violation_error",
+]
 
 
 def note(message: str) -> None:
@@ -78,9 +87,10 @@ class LeaseMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.d.can_claim())
     @rule(how=TAKE)
     @recorded
-    def claim(self, how: Take) -> None:
-        """A worker claims the next job; with `held`, inside a transaction it keeps open."""
-        self.d.claim(how)
+    def claim(self, how: Take, level: str | None = None) -> None:
+        """A worker claims the next job; with `held`, inside a transaction it keeps open
+        (at `level`, in a program of a machine that draws levels: `stateful.isolation`)."""
+        self.d.claim(how, level)
 
     @precondition(lambda self: self.d.can_claim_batch())
     @rule(pick=PICK, size=BATCH)
@@ -182,9 +192,10 @@ class LeaseMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.d.can_open_transaction())
     @rule(pick=PICK)
     @recorded
-    def open_transaction(self, pick: int) -> None:
-        """Open a transaction the worker's next calls run inside, held across steps."""
-        self.d.open_transaction(pick)
+    def open_transaction(self, pick: int, level: str | None = None) -> None:
+        """Open a transaction the worker's next calls run inside, held across steps (at
+        `level`, in a program of a machine that draws levels)."""
+        self.d.open_transaction(pick, level)
 
     @precondition(lambda self: self.d.can_preempt())
     @rule(pick=PICK, after=AFTER, hold=HOLD)
@@ -245,9 +256,38 @@ SCHEDULES = {"random": LeaseMachine, "pct": PriorityMachine}
 """The machines a run may use, by the name `--leasecheck-schedule` takes (and `mixed`)."""
 
 
-def machine_for(schedule: str, shard: int = 0) -> type[LeaseMachine]:
+def machine_for(
+    schedule: str, shard: int = 0, level: str = isolation.DEFAULT
+) -> type[LeaseMachine]:
     """Return the machine class of `schedule`; `mixed` runs the random machine on even
-    shards and the priority machine on odd ones, so a run has both."""
+    shards and the priority machine on odd ones, so a run has both. With an isolation
+    `level` other than the default, its held transactions draw theirs (`at_isolation`)."""
     if schedule == "mixed":
         schedule = "pct" if shard % 2 else "random"
-    return SCHEDULES[schedule]
+    machine = SCHEDULES[schedule]
+    return machine if level == isolation.DEFAULT else at_isolation(machine, level)
+
+
+def at_isolation(machine: type[LeaseMachine], mode: str) -> type[LeaseMachine]:
+    """Return `machine` with each held transaction's level an argument of its step, drawn
+    under `mode` (`stateful.isolation`): the program says it, so it replays and shrinks.
+    The default machine draws none, so its runs are the ones they always were."""
+    levels = isolation.strategy(mode)
+
+    class Isolated(machine):  # type: ignore[valid-type,misc]
+        @precondition(lambda self: self.d.can_claim())
+        @rule(how=TAKE, level=levels)
+        @recorded
+        def claim(self, how: Take, level: str | None = None) -> None:
+            """A worker claims; with `held`, in a transaction at `level`."""
+            self.d.claim(how, level if how.held else None)
+
+        @precondition(lambda self: self.d.can_open_transaction())
+        @rule(pick=PICK, level=levels)
+        @recorded
+        def open_transaction(self, pick: int, level: str | None = None) -> None:
+            """Open a transaction held across steps, at `level`."""
+            self.d.open_transaction(pick, level)
+
+    Isolated.__name__ = Isolated.__qualname__ = f"{machine.__name__}[{mode}]"
+    return Isolated
