@@ -379,7 +379,7 @@ class Core(Scheduler):
 
     def _begin(self, w: Worker, level: str | None = None) -> None:
         w.main.conn.execute(isolation.begin(level))
-        w.txn, w.snapshot = [], list(w.held)
+        w.txn, w.snapshot, w.level = [], list(w.held), level or ""
         self.history.add(self.now, w.name, "begin", "event", note=level or "")
         at = f" ({level})" if level else ""
         self.say(f"t={seconds(self.now)} {w.name} begins a transaction{at}")
