@@ -11,6 +11,7 @@ from leasecheck import explore
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract
 from leasecheck.stateful.core import Harness
+from leasecheck.stateful.driver import Driver
 from leasecheck.stateful.properties import EXCLUSIVE_LEASE, SINGLE_COMPLETION
 
 
@@ -82,7 +83,7 @@ def test_a_restart_under_the_old_name_is_found_in_three_moves(reference_pool: ac
 def test_drawn_isolation_offers_every_level(reference_pool: actors.Pool) -> None:
     harness = Harness(queue=ReferenceQueue(), pool=reference_pool, isolation="drawn")
     harness.reset()
-    d = explore.Driver(harness)
+    d = Driver(harness)
     try:
         d.start(2)
         levels = {s.args.get("level") for s in explore.enabled(d, explore.Scope(), 0)}
