@@ -246,10 +246,29 @@ class Driver(Calls):
         with self._step():
             w = self._pick_own([w for w in self.workers if w.can_act and w.txn is not None], pick)
             self.say(f"t={seconds(self.now)} {w.name} {'commits' if commit else 'rolls back'}")
-            w.main.conn.execute("commit" if commit else "rollback")
+            if commit and not self._committed(w):
+                return
+            if not commit:
+                w.main.conn.execute("rollback")
             if commit:
                 self.history.add(self.now, w.name, "commit", "event")
             self._end_txn(w, commit=commit, why="rolled back by the worker")
+
+    def _committed(self, w: Worker) -> bool:
+        """Commit `w`'s held transaction; return False when PostgreSQL aborted it instead.
+
+        Above READ COMMITTED a commit may fail with a serialization failure (40001, a
+        SERIALIZABLE transaction in a dependency cycle): the transaction rolled back, so
+        every call in it is void, as when the worker rolls back."""
+        try:
+            w.main.conn.execute("commit")
+        except psycopg.errors.SerializationFailure as exc:
+            quote = answers.Raised(exc).quote
+            self._saw("serialization failure in a held transaction")
+            self.say(f"t={seconds(self.now)} {w.name}'s commit failed: {quote}")
+            self._end_txn(w, commit=False, why=f"its commit failed: {quote}")
+            return False
+        return True
 
     def preempt(self, pick: int, after: int, hold: int | None = None) -> None:
         """Arm an actor (a worker, or the queue's sweeper): its next call that sends more
@@ -497,9 +516,13 @@ class Driver(Calls):
         for w in self.workers:  # workers finish their transactions; blocked calls go on
             if w.txn is not None and w.waiting is None:
                 failed = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
-                w.main.conn.execute("rollback" if failed else "commit")
-                self.history.add(self.now, w.name, "rollback" if failed else "commit", "event")
-                self._end_txn(w, commit=not failed, why="teardown")
+                if failed:
+                    w.main.conn.execute("rollback")
+                    self.history.add(self.now, w.name, "rollback", "event")
+                    self._end_txn(w, commit=False, why="teardown")
+                elif self._committed(w):
+                    self.history.add(self.now, w.name, "commit", "event")
+                    self._end_txn(w, commit=True, why="teardown")
                 self._settle()
         for w in list(self.workers):
             if w.waiting is not None or w.txn is not None:
