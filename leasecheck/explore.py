@@ -29,7 +29,7 @@ from typing import Any
 from psycopg import Connection, sql
 
 from leasecheck.dbfixtures import janitor, servers
-from leasecheck.stateful import actors, clock, contract, probe
+from leasecheck.stateful import actors, clock, contract, isolation, probe
 from leasecheck.stateful.core import MAX_JOBS, Harness
 from leasecheck.stateful.driver import Driver
 from leasecheck.stateful.moves import WAKE_UP, Stall, Take
@@ -100,7 +100,12 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
     if d.can_claim():
         held = [False, True] if "claim" in d.caps.held_calls else [False]
         for i in range(len(d._claimers())):
-            out.extend(Step("claim", {"how": Take(worker=i, held=h)}) for h in held)
+            out.extend(Step("claim", {"how": Take(worker=i, held=h)}) for h in held if not h)
+            if True in held:
+                out.extend(
+                    Step("claim", {"how": Take(worker=i, held=True)} | _level(level))
+                    for level in _levels(d.h.isolation)
+                )
     if d.can_claim_batch():
         for size in (1, 2):
             picks("claim_batch", len(d._claimers()), size=size)
@@ -123,12 +128,16 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
     picks("pause", len([w for w in d.workers if not w.paused]))
     picks("resume", len([w for w in d.workers if w.paused]))
     picks("crash", len(d._busy()))
+    picks("restart", len(d._busy()))
     picks("cut", len([w for w in d.workers if w.txn is not None or w.waiting]))
     if d.can_sweep():
         out.extend(Step("sweep", {"after": a}) for a in ("now", "past-lease-end"))
     out.extend(Step("time_passes", {"to": t}) for t in TIMES)
+    levels = _levels(d.h.isolation)
     if d.can_open_transaction():
-        picks("open_transaction", len([w for w in d.workers if w.can_act and w.txn is None]))
+        for level in levels:
+            idle = len([w for w in d.workers if w.can_act and w.txn is None])
+            picks("open_transaction", idle, **_level(level))
     if d.can_close_transaction():
         holding = len([w for w in d.workers if w.can_act and w.txn is not None])
         for commit in (True, False):
@@ -137,7 +146,20 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
         for after in AFTERS:
             picks("preempt", len(d._preemptible()), after=after)
     picks("resume_call", len(d._parked()))
+    picks("time_out", len(d._timeoutable()))
     return out
+
+
+def _levels(mode: str) -> tuple[str | None, ...]:
+    """Return the levels a held transaction is opened at under `mode` (None: the default
+    machine's, which names none)."""
+    if mode == isolation.DEFAULT:
+        return (None,)
+    return isolation.LEVELS if mode == "drawn" else (mode.replace("-", " "),)
+
+
+def _level(level: str | None) -> dict[str, str]:
+    return {} if level is None else {"level": level}
 
 
 QUERIES = load(Path(__file__).with_name("explore.sql"))
@@ -180,6 +202,8 @@ def fingerprint(d: Driver, tables: Tables | None = None) -> Hashable:
             w.paused,
             w.crashed,
             w.txn is not None,
+            w.level if w.txn is not None else "",
+            w.known_as,  # a restart under the old name and a crash leave alike rows
             w.waiting is not None,
             w.main.parked,
             tuple((h.label, h.grant is not None, h.believed, h.next_beat) for h in w.held),
@@ -276,6 +300,13 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument("--preemptions", type=int, default=1)
     cmd.add_argument("--seconds", type=float, default=600.0, help="time budget (600)")
     cmd.add_argument(
+        "--leasecheck-isolation",
+        dest="isolation",
+        default=isolation.from_env(),
+        choices=list(isolation.MODES),
+        help="held transactions' level; drawn: every level is a move of its own",
+    )
+    cmd.add_argument(
         "--pg-dsn",
         default=os.environ.get("LEASECHECK_DSN"),
         help="your PostgreSQL server (default: $LEASECHECK_DSN, else an embedded one)",
@@ -309,7 +340,7 @@ def command(args: Any) -> int:
                 print(problem, file=sys.stderr)
                 return 2
             pool = actors.Pool(dsn)
-            harness = Harness(queue=queue, pool=pool, spec=args.queue)
+            harness = Harness(queue=queue, pool=pool, spec=args.queue, isolation=args.isolation)
             try:
                 done = explore(harness, scope, args.seconds)
             finally:

@@ -16,7 +16,7 @@ import pytest
 
 from leasecheck import shards
 from leasecheck.dbfixtures import plugin as dbplugin
-from leasecheck.stateful import profiles
+from leasecheck.stateful import isolation, profiles
 
 
 def declare_options(add: Callable[..., object]) -> None:
@@ -58,6 +58,15 @@ def declare_options(add: Callable[..., object]) -> None:
         help="who makes the workers' own moves: random (each rule draws its worker), "
         "pct (priorities with up to two change points an example, after PCT), or mixed "
         "(random on even shards, pct on odd ones) (default: $LEASECHECK_SCHEDULE, else random)",
+    )
+    add(
+        "--leasecheck-isolation",
+        default=isolation.from_env(),
+        choices=list(isolation.MODES),
+        help="the isolation level of the transactions the harness holds open around a "
+        "queue's calls: read-committed, repeatable-read, serializable, or drawn (each "
+        "held transaction draws its own, as part of the program) (default: "
+        "$LEASECHECK_ISOLATION, else read-committed)",
     )
     add(
         "--leasecheck-shards",

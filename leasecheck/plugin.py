@@ -363,6 +363,7 @@ def leasecheck_harness(
         excused=excused(pytestconfig),
         spec=recorded_spec(named[0], leasecheck_queue) if named else "",
         schedule=pytestconfig.getoption("--leasecheck-schedule"),
+        isolation=pytestconfig.getoption("--leasecheck-isolation"),
     )
     harness.reset()
     if shard is not None:

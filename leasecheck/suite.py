@@ -52,7 +52,9 @@ def test_leasecheck_properties(
     run's summary of what each property was put to.
     """
 
-    schedule = machine_for(leasecheck_harness.schedule, leasecheck_shard.index)
+    schedule = machine_for(
+        leasecheck_harness.schedule, leasecheck_shard.index, leasecheck_harness.isolation
+    )
 
     def machine() -> LeaseMachine:
         return schedule(leasecheck_harness)

@@ -35,4 +35,7 @@ ALL = {
     "claims-two": "mutants.claims_two:ClaimsTwo",
     "in-subquery-claim": "mutants.in_subquery_claim:InSubqueryClaim",
     "from-subquery-claim": "mutants.from_subquery_claim:FromSubqueryClaim",
+    "recover-by-name": "mutants.recover_by_name:RecoverByName",
+    "swallowed-timeout": "mutants.swallowed_timeout:SwallowedTimeout",
+    "swallowed-conflict": "mutants.swallowed_conflict:SwallowedConflict",
 }

@@ -320,3 +320,10 @@ update jobs
          for update skip locked) as next
  where jobs.id = next.id
 returning jobs.id, jobs.attempt
+
+-- name: release_mine
+-- recover-by-name: a worker asking for work holds none, so whatever is still marked as
+-- its own was left by a process that died: hand it back now, not when its lease ends.
+update jobs
+   set status = 'queued', locked_by = null, lease_until = null
+ where locked_by = %(worker)s and status = 'running'

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 import mutants
-from leasecheck.stateful import actors, contract
-from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful import actors, contract, isolation
+from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
 from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.properties import PropertyViolated
 from tests.fixtures import run_state_machine_as_test
@@ -48,11 +48,27 @@ def _violated(queue: contract.Queue, pool: actors.Pool, budget: settings) -> Pro
     pytest.fail(f"mutant {queue.name} survived {budget.max_examples} examples")
 
 
+def _violated_at(queue: contract.Queue, pool: actors.Pool, budget: settings) -> PropertyViolated:
+    """`_violated` for a mutant only a held transaction's stricter level reaches: it names
+    the level (`isolation`) and the property the reference itself breaks there
+    (`excused`, see tests/test_faults.py)."""
+    excused = frozenset(getattr(queue, "excused", ()))
+    harness = Harness(queue=queue, pool=pool, excused=excused)
+    harness.reset()
+    drawn = machine_for("random", 0, queue.isolation)  # type: ignore[attr-defined]
+    try:
+        run_state_machine_as_test(lambda: drawn(harness), settings=budget)
+    except PropertyViolated as error:
+        return error
+    pytest.fail(f"mutant {queue.name} survived {budget.max_examples} examples")
+
+
 @pytest.mark.parametrize("name", sorted(mutants.ALL))
 def test_mutant_is_killed_on_its_property(name: str, pool: actors.Pool) -> None:
     """The machine rejects the mutant, on the property (or neighbour) its docstring names."""
     queue = contract.load(mutants.ALL[name])
-    error = _violated(queue, pool, KILL)
+    isolated = getattr(queue, "isolation", isolation.DEFAULT) != isolation.DEFAULT
+    error = (_violated_at if isolated else _violated)(queue, pool, KILL)
     # `expected` is the mutants' own declaration, which contract.Queue does not list.
     expected = queue.expected  # type: ignore[attr-defined]
     assert error.violation.prop in expected, f"{name} died on {error.violation}, not {expected}"
@@ -73,6 +89,16 @@ def test_only_the_replan_move_kills_the_subquery_claims(name: str, pool: actors.
     harness = Harness(queue=queue, pool=pool, replans=False)
     harness.reset()
     run_state_machine_as_test(lambda: LeaseMachine(harness), settings=KILL)
+
+
+def test_reference_survives_the_kill_budget_at_drawn_isolation(pool: actors.Pool) -> None:
+    """Held transactions at drawn levels: the reference keeps every property but
+    owner-progress, which it breaks there (tests/test_faults.py shows how)."""
+    queue = contract.load("leasecheck.reference.queue:ReferenceQueue")
+    harness = Harness(queue=queue, pool=pool, excused=frozenset({"owner-progress"}))
+    harness.reset()
+    drawn = machine_for("random", 0, "drawn")
+    run_state_machine_as_test(lambda: drawn(harness), settings=KILL)
 
 
 def test_naive_queue_shrinks_to_the_story(pool: actors.Pool) -> None:

@@ -11,6 +11,7 @@ from leasecheck import explore
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract
 from leasecheck.stateful.core import Harness
+from leasecheck.stateful.driver import Driver
 from leasecheck.stateful.properties import EXCLUSIVE_LEASE, SINGLE_COMPLETION
 
 
@@ -66,3 +67,26 @@ def test_the_command_saves_the_counterexample_and_exits_1(tmp_path: Path) -> Non
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("leasecheck explore: violation in scope (2 workers, 1 job")
     assert len(list(tmp_path.glob("naive-single-completion-*.json"))) == 1
+
+
+def test_a_restart_under_the_old_name_is_found_in_three_moves(reference_pool: actors.Pool) -> None:
+    """claim, restart (the new process has the old name), claim: recover-by-name hands the
+    old process's job out again within its lease."""
+    queue = contract.load(mutants.ALL["recover-by-name"])
+    scope = explore.Scope(workers=2, jobs=1, moves=3, preemptions=0)
+    done = explore.explore(Harness(queue=queue, pool=reference_pool), scope)
+    assert done.violation is not None
+    assert done.violation.violation.prop == EXCLUSIVE_LEASE
+    assert [s.rule for s in done.counterexample] == ["start", "claim", "restart", "claim"]
+
+
+def test_drawn_isolation_offers_every_level(reference_pool: actors.Pool) -> None:
+    harness = Harness(queue=ReferenceQueue(), pool=reference_pool, isolation="drawn")
+    harness.reset()
+    d = Driver(harness)
+    try:
+        d.start(2)
+        levels = {s.args.get("level") for s in explore.enabled(d, explore.Scope(), 0)}
+    finally:
+        d.teardown()
+    assert levels == {None, "read committed", "repeatable read", "serializable"}

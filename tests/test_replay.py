@@ -18,7 +18,7 @@ from tests.fixtures import REFERENCE, derandomized, run_state_machine_as_test
 
 sys.path.insert(0, str(Path(__file__).with_name("data") / "myqueue"))  # a correct queue
 
-FIND = derandomized(200)
+FIND = derandomized(300)
 
 
 @pytest.fixture

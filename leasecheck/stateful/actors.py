@@ -59,6 +59,9 @@ class Session:
     """The gate of the call in flight, if that call may be preempted between round trips."""
     what: tuple[str, str | None] = ("", None)
     """What the call in flight is and what it concerns, for the story (set by its sender)."""
+    times_out: bool = False
+    """Whether its call runs with a lock timeout set (the driver's `time_out`): a lock
+    wait of it is never held still, `settle` waits until PostgreSQL ends it."""
 
     @property
     def parked(self) -> bool:
@@ -173,6 +176,7 @@ class Pool:
             session = self._free.pop()
             session.label = label
             session.used = False
+            session.times_out = False
             return session
         self._count += 1
         executor = ThreadPoolExecutor(1, thread_name_prefix=f"leasecheck-{self._count}")
@@ -376,7 +380,10 @@ def settle(pool: Pool, sessions: list[Session]) -> None:
             return
         # One call with no transaction held open has nothing to be held still by
         # (deadlock_timeout is an hour, so only a cycle of calls could): skip the look.
-        if len(running) > 1 or _holders(sessions):
+        # A call with a lock timeout set is never held still: its wait on a transaction
+        # held between steps surely outlasts the timeout, so PostgreSQL ends it.
+        timing = any(s.times_out for s in running)
+        if (len(running) > 1 or _holders(sessions)) and not timing:
             waits_for = pool.blocked(running)
             if _held_still(waits_for, sessions, running):
                 return

@@ -56,7 +56,7 @@ class Calls(Core):
                 return
             self._granted(w, raw, at)
 
-        self._call(w, "claim", None, lambda c: self.queue.claim(c, w.name, lease), done)
+        self._call(w, "claim", None, lambda c: self.queue.claim(c, w.queue_name, lease), done)
 
     def _nothing(self, w: Worker, call: str, outcome: Outcome, at: int) -> None:
         """Tell the story of a claim that handed out nothing; an exception is noted for the
@@ -118,7 +118,7 @@ class Calls(Core):
             for raw in raws:
                 self._granted(w, raw, at)
 
-        self._call(w, "claim_many", None, lambda c: claim_many(c, w.name, lease, size), done)
+        self._call(w, "claim_many", None, lambda c: claim_many(c, w.queue_name, lease, size), done)
 
     def _complete_many(self, w: Worker, batch: list[Held]) -> None:
         complete_many = self.caps.complete_many

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from leasecheck.stateful import actors, answers, clock, replan
+from leasecheck.stateful import actors, answers, clock, isolation, replan
 from leasecheck.stateful.answers import Answered, Outcome, Raised
 from leasecheck.stateful.contract import (
     CALLS,
@@ -68,6 +68,9 @@ class Harness:
     until asked. A test sets it False to show what only that move reaches."""
     replanned: list[replan.Saved] = field(default_factory=list)
     """The statistics the example's first replan replaced, put back by `reset`."""
+
+    isolation: str = "read-committed"
+    """The level of held transactions (`--leasecheck-isolation`, `stateful.isolation`)."""
 
     def can_replan(self) -> bool:
         if self.replans is None:
@@ -310,8 +313,9 @@ class Core(Scheduler):
         w.snapshot = []
         self.db_dirty = True
 
-    def _replace(self, w: Worker, why: str) -> None:
-        """Crash `w`: end both backends; a fresh worker with a new name takes its place.
+    def _replace(self, w: Worker, why: str, *, same_name: bool = False) -> Worker:
+        """Crash `w`: end both backends; a fresh worker with a new name takes its place
+        (with `same_name`, one the queue is told the old name, as a restarted process is).
 
         Backends with a call in flight go first: ending the main connection first
         would roll back its transaction and let a heartbeat blocked behind it run,
@@ -331,8 +335,13 @@ class Core(Scheduler):
                 self.pool.release(done)
         base = w.name.split(".")[0]
         fresh = self._new_worker(f"{base}.{next(self.generation)}")
+        starts = f"{fresh.name} starts"
+        if same_name:
+            fresh.known_as = w.queue_name
+            starts = f"{fresh.name} starts under the old name {fresh.known_as}"
         self.workers[self.workers.index(w)] = fresh
-        self.history.add(self.now, w.name, "crash", "event", note=f"{why}; {fresh.name} starts")
+        self.history.add(self.now, w.name, "crash", "event", note=f"{why}; {starts}")
+        return fresh
 
     def _may(self, w: Worker, call: str) -> bool:
         """Return whether `w` may make `call` now: outside a held transaction, or one the
@@ -405,11 +414,12 @@ class Core(Scheduler):
         # its job's instant (a queue may hand out only jobs due strictly before now).
         self._advance(self.now + 1)
 
-    def _begin(self, w: Worker) -> None:
-        w.main.conn.execute("begin")
-        w.txn, w.snapshot, w.began = [], list(w.held), self.now
-        self.history.add(self.now, w.name, "begin", "event")
-        self.say(f"t={seconds(self.now)} {w.name} begins a transaction")
+    def _begin(self, w: Worker, level: str | None = None) -> None:
+        w.main.conn.execute(isolation.begin(level))
+        w.txn, w.snapshot, w.began, w.level = [], list(w.held), self.now, level or ""
+        self.history.add(self.now, w.name, "begin", "event", note=level or "")
+        at = f" ({level})" if level else ""
+        self.say(f"t={seconds(self.now)} {w.name} begins a transaction{at}")
 
     def _resume(self, w: Worker) -> None:
         # Its overdue heartbeats fire at the next tick of the clock, not before the

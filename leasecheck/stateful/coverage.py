@@ -40,6 +40,13 @@ SITUATIONS: dict[str, tuple[str, ...]] = {
     "sweep raced an open transaction": (P.NO_LOST_JOBS, P.SINGLE_COMPLETION),
     "lease ran out while its call waited": (P.OWNER_PROGRESS, P.LATE_OWNER, P.FENCING),
     "release in flight": (P.OWNER_PROGRESS, P.EXCLUSIVE_LEASE),
+    "serialization failure in a held transaction": (P.OWNER_PROGRESS, P.NO_LOST_JOBS),
+    "call timed out on a lock": (P.OWNER_PROGRESS, P.SINGLE_COMPLETION, P.NO_LOST_JOBS),
+    "worker restarted under its name while it held a lease": (
+        P.EXCLUSIVE_LEASE,
+        P.FENCING,
+        P.SINGLE_COMPLETION,
+    ),
 }
 """Each situation, and the properties it puts to the test."""
 

@@ -9,23 +9,43 @@ them directly. Nothing here imports Hypothesis.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
 
 import psycopg
+from psycopg import Connection
 
 from leasecheck.stateful import answers, replan
-from leasecheck.stateful.answers import Outcome, Raised
+from leasecheck.stateful.answers import Done, Outcome, Raised
 from leasecheck.stateful.calls import Calls
 from leasecheck.stateful.core import MAX_JOBS, seconds
 from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.priorities import Priorities
+from leasecheck.stateful.sqlfile import load
 from leasecheck.stateful.units import BEAT, LEASE, SECOND
 from leasecheck.stateful.workers import Held, Worker
+
+FAULTS = load(Path(__file__).with_name("faults.sql"))
+
+_INERROR = psycopg.pq.TransactionStatus.INERROR
 
 
 class Driver(Calls):
     """Moves workers, time and faults; judges after every move and at the end."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.timeouts: set[str] = set()
+        """Workers whose calls run with a lock timeout set, until one of them times out."""
+        self.timed_out: dict[
+            int, tuple[bool, list[tuple[Worker, list[Callable[[], None]], list[bool]]]]
+        ] = {}
+        """Claims (by id) whose call a lock timeout ended: whether another call was in
+        flight then, and each other worker's open transaction (its updates list, and
+        whether it committed)."""
 
     # -------------------------------------------------------------------- moves
 
@@ -65,12 +85,13 @@ class Driver(Calls):
                 self._enqueue()
             self._saw("tiny tables analyzed, then grown")
 
-    def claim(self, how: Take) -> None:
-        """A worker claims the next job; with `held`, inside a transaction it keeps open."""
+    def claim(self, how: Take, level: str | None = None) -> None:
+        """A worker claims the next job; with `held`, inside a transaction it keeps open
+        (at isolation `level`, if given: `stateful.isolation`)."""
         with self._step():
             w = self._pick_own(self._claimers(), how.worker)
             if how.held and w.txn is None and "claim" in self.caps.held_calls:
-                self._begin(w)
+                self._begin(w, level)
             self._claim(w)
 
     def claim_batch(self, pick: int, size: int) -> None:
@@ -164,6 +185,19 @@ class Driver(Calls):
             self.say(f"t={seconds(self.now)} {w.name} crashes")
             self._replace(w, "crashed")
 
+    def restart(self, pick: int) -> None:
+        """The worker's process dies and a new one starts under the SAME worker name,
+        holding nothing, while the old process's claims may still be unexpired (a
+        supervisor's restart, a pod that keeps its hostname). The queue sees one name
+        for two processes; the story calls the new one `w1.3` and says whose name it has."""
+        with self._step():
+            w = self._pick(self._busy(), pick)
+            fresh = self._replace(w, "restarted", same_name=True)
+            said = f"restarts: {fresh.name} comes up under the old name {fresh.known_as}"
+            self.say(f"t={seconds(self.now)} {w.name} {said}")
+            if any(h.grant is not None and self._owns(h) for h in w.held):
+                self._saw("worker restarted under its name while it held a lease")
+
     def cut(self, pick: int) -> None:
         """The server ends the worker's backend; the worker reconnects and keeps its claims."""
         with self._step():
@@ -210,11 +244,13 @@ class Driver(Calls):
             self.say(f"t={seconds(self.now)} clock advances to {seconds(target)} ({why})")
             self._advance(target)
 
-    def open_transaction(self, pick: int) -> None:
-        """Open a transaction the worker's next calls run inside, held across steps."""
+    def open_transaction(self, pick: int, level: str | None = None) -> None:
+        """Open a transaction the worker's next calls run inside, held across steps (at
+        isolation `level`, if given: `stateful.isolation`)."""
         with self._step():
             self._begin(
-                self._pick_own([w for w in self.workers if w.can_act and w.txn is None], pick)
+                self._pick_own([w for w in self.workers if w.can_act and w.txn is None], pick),
+                level,
             )
 
     def close_transaction(self, pick: int, commit: bool) -> None:
@@ -222,10 +258,29 @@ class Driver(Calls):
         with self._step():
             w = self._pick_own([w for w in self.workers if w.can_act and w.txn is not None], pick)
             self.say(f"t={seconds(self.now)} {w.name} {'commits' if commit else 'rolls back'}")
-            w.main.conn.execute("commit" if commit else "rollback")
+            if commit and not self._committed(w):
+                return
+            if not commit:
+                w.main.conn.execute("rollback")
             if commit:
                 self.history.add(self.now, w.name, "commit", "event")
             self._end_txn(w, commit=commit, why="rolled back by the worker")
+
+    def _committed(self, w: Worker) -> bool:
+        """Commit `w`'s held transaction; return False when PostgreSQL aborted it instead.
+
+        Above READ COMMITTED a commit may fail with a serialization failure (40001, a
+        SERIALIZABLE transaction in a dependency cycle): the transaction rolled back, so
+        every call in it is void, as when the worker rolls back."""
+        try:
+            w.main.conn.execute("commit")
+        except psycopg.errors.SerializationFailure as exc:
+            quote = answers.Raised(exc).quote
+            self._saw("serialization failure in a held transaction")
+            self.say(f"t={seconds(self.now)} {w.name}'s commit failed: {quote}")
+            self._end_txn(w, commit=False, why=f"its commit failed: {quote}")
+            return False
+        return True
 
     def preempt(self, pick: int, after: int, hold: int | None = None) -> None:
         """Arm an actor (a worker, or the queue's sweeper): its next call that sends more
@@ -247,6 +302,142 @@ class Driver(Calls):
         """A call paused between its statements goes on; it may answer, or block on a lock."""
         with self._step():
             self._resume_call(self._pick(self._parked(), pick))
+
+    def time_out(self, pick: int) -> None:
+        """Arm a worker as a production `lock_timeout` would: its calls run with the
+        real setting on their session until one of them waits on a lock, which
+        PostgreSQL then ends with lock_not_available (55P03), the queue's answer.
+
+        Deterministic: the only lock waits a step lets last are on transactions held
+        between steps (or calls paused or blocked in them), which nothing releases
+        within the step, so the wait surely outlasts the timeout (1 ms); `settle`
+        never counts such a call as held still, it waits until PostgreSQL ends it.
+        A call that waits on nothing answers as it would have."""
+        with self._step():
+            name = self._pick_name(self._timeoutable(), pick)
+            self.timeouts.add(name)
+            self.history.add(self.now, name, "time_out", "event", note="lock_timeout armed")
+            self.say(f"t={seconds(self.now)} {name}: its next call that waits on a lock times out")
+
+    def _timeoutable(self) -> list[str]:
+        return [w.name for w in self.workers if w.can_act and w.name not in self.timeouts]
+
+    def _call(
+        self,
+        w: Worker,
+        op: str,
+        held: Held | None,
+        fn: Callable[[Connection[Any]], Any],
+        done: Done,
+        *,
+        beat: bool = False,
+        after: int | None = None,
+        releases: Sequence[Held] = (),
+    ) -> None:
+        """Send a call; for a worker armed by `time_out`, with the lock timeout set on its
+        session just before and reset once it answered (a rollback undoes it too)."""
+        kw: dict[str, Any] = {"beat": beat, "after": after, "releases": releases}
+        if beat or w.name not in self.timeouts:
+            super()._call(w, op, held, fn, self._noting(done), **kw)
+            return
+        session = w.main
+        session.conn.execute(FAULTS["arm_lock_timeout"].text)
+        session.times_out = True
+
+        def timed(outcome: Outcome, at: int) -> None:
+            session.times_out = False
+            if not session.broken and session.conn.info.transaction_status != _INERROR:
+                session.conn.execute(FAULTS["disarm_lock_timeout"].text)
+            error = outcome.error if isinstance(outcome, Raised) else None
+            if isinstance(error, psycopg.errors.LockNotAvailable):
+                self.timeouts.discard(w.name)
+                self._saw("call timed out on a lock")
+                # a batch completion's claims are its releases, not its `held`
+                for h in [held] if held is not None else releases:
+                    self._rivals_of(w, h)
+            done(outcome, at)
+
+        super()._call(w, op, held, fn, self._noting(timed), **kw)
+
+    def _noting(self, done: Done) -> Done:
+        """Count a serialization failure (40001) the queue answered with, then read it."""
+
+        def noted(outcome: Outcome, at: int) -> None:
+            error = outcome.error if isinstance(outcome, Raised) else None
+            if isinstance(error, psycopg.errors.SerializationFailure):
+                self._saw("serialization failure in a held transaction")
+            done(outcome, at)
+
+        return noted
+
+    def _rivals_of(self, w: Worker, held: Held) -> None:
+        """Note what a timed-out call may have waited for: the other workers' open
+        transactions (each marked so its commit is known), or a call in flight."""
+        busy = any(o is not w and o.waiting is not None and not o.crashed for o in self._actors())
+        rivals: list[tuple[Worker, list[Callable[[], None]], list[bool]]] = []
+        for other in self.workers:
+            if other is not w and other.txn is not None:
+                committed: list[bool] = []
+                other.txn.append(partial(committed.append, True))
+                rivals.append((other, other.txn, committed))
+        if busy or rivals:
+            self.timed_out[id(held)] = (busy, rivals)
+
+    def _judge(
+        self,
+        h: Held,
+        op: str,
+        read: answers.YesNo,
+        at: int,
+        answered: int,
+        lease_from: int | None = None,
+    ) -> None:
+        """Judge an answer; a refusal a lock timeout gave waits for what held the lock.
+
+        Which transaction held it is not known (the wait is over before anyone could
+        look), and one that had not committed may have claimed the job or given it up:
+        in effect a claim in flight. So the refusal is judged once every other
+        worker's transaction open then has committed (the queue as those commits left
+        it), and is said, not judged, when one rolled back or another call was in
+        flight (it may have held the lock, and nobody knows what it did)."""
+        waited = self.timed_out.pop(id(h), None)
+        if waited is None or read.raised is None:
+            super()._judge(h, op, read, at, answered, lease_from)
+            return
+        busy, rivals = waited
+        if busy:
+            self.say(
+                f"  not judged: the {op} of {h.label} timed out on a lock while another "
+                "call was in flight, which may have held it"
+            )
+            return
+        self._judge_timed_out(h, op, read, at, answered, rivals)
+
+    def _judge_timed_out(
+        self,
+        h: Held,
+        op: str,
+        read: answers.YesNo,
+        at: int,
+        answered: int,
+        rivals: list[tuple[Worker, list[Callable[[], None]], list[bool]]],
+    ) -> None:
+        still = [(o, txn) for o, txn, _ in rivals if o.txn is txn]
+        if still:
+            other, txn = still[0]
+            txn.append(lambda: self._judge_timed_out(h, op, read, at, answered, rivals))
+            self.say(
+                f"  {h.label}'s {op} timed out while {other.name} held a transaction open: "
+                "judged once it commits, not judged if it rolls back"
+            )
+            return
+        if all(committed for _, _, committed in rivals):
+            Calls._judge(self, h, op, read, at, answered)
+            return
+        self.say(
+            f"  not judged: the {op} of {h.label} timed out on a lock while a transaction "
+            "was open that then rolled back"
+        )
 
     def _preemptible(self) -> list[str]:
         names = [w.name for w in self.workers if w.can_act]
@@ -299,6 +490,9 @@ class Driver(Calls):
     def can_crash(self) -> bool:
         return bool(self._busy())
 
+    def can_restart(self) -> bool:
+        return bool(self._busy())
+
     def can_cut(self) -> bool:
         return any(w.txn is not None or w.waiting for w in self.workers)
 
@@ -309,6 +503,9 @@ class Driver(Calls):
 
     def can_open_transaction(self) -> bool:
         return bool(self.caps.held_calls) and any(w.can_act and w.txn is None for w in self.workers)
+
+    def can_time_out(self) -> bool:
+        return bool(self._timeoutable())
 
     def can_preempt(self) -> bool:
         return bool(self._preemptible())
@@ -335,6 +532,7 @@ class Driver(Calls):
     def _heal_and_drain(self) -> None:
         self.say(f"t={seconds(self.now)} teardown: heal every worker, finish held work, drain")
         self.armed.clear()  # nothing the teardown sends is preempted
+        self.timeouts.clear()  # nor times out
         self.holds.clear()
         for w in self.workers:
             if w.paused:
@@ -344,9 +542,13 @@ class Driver(Calls):
         for w in self.workers:  # workers finish their transactions; blocked calls go on
             if w.txn is not None and w.waiting is None:
                 failed = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
-                w.main.conn.execute("rollback" if failed else "commit")
-                self.history.add(self.now, w.name, "rollback" if failed else "commit", "event")
-                self._end_txn(w, commit=not failed, why="teardown")
+                if failed:
+                    w.main.conn.execute("rollback")
+                    self.history.add(self.now, w.name, "rollback", "event")
+                    self._end_txn(w, commit=False, why="teardown")
+                elif self._committed(w):
+                    self.history.add(self.now, w.name, "commit", "event")
+                    self._end_txn(w, commit=True, why="teardown")
                 self._settle()
         for w in list(self.workers):
             if w.waiting is not None or w.txn is not None:

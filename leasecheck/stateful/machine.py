@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from leasecheck.stateful import isolation
 from leasecheck.stateful.contract import Capabilities
 from leasecheck.stateful.core import MAX_JOBS, Harness
 from leasecheck.stateful.driver import Driver
@@ -36,7 +37,15 @@ from leasecheck.stateful.moves import (
 from leasecheck.stateful.program import recorded
 from leasecheck.stateful.properties import violation_error
 
-__all__ = ["Harness", "LeaseMachine", "PriorityMachine", "machine_for", "note", "violation_error"]
+__all__ = [
+    "Harness",
+    "LeaseMachine",
+    "PriorityMachine",
+    "at_isolation",
+    "machine_for",
+    "note",
+    "violation_error",
+]
 
 
 def note(message: str) -> None:
@@ -85,9 +94,10 @@ class LeaseMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.d.can_claim())
     @rule(how=TAKE)
     @recorded
-    def claim(self, how: Take) -> None:
-        """A worker claims the next job; with `held`, inside a transaction it keeps open."""
-        self.d.claim(how)
+    def claim(self, how: Take, level: str | None = None) -> None:
+        """A worker claims the next job; with `held`, inside a transaction it keeps open
+        (at `level`, in a program of a machine that draws levels: `stateful.isolation`)."""
+        self.d.claim(how, level)
 
     @precondition(lambda self: self.d.can_claim_batch())
     @rule(pick=PICK, size=BATCH)
@@ -159,6 +169,13 @@ class LeaseMachine(RuleBasedStateMachine):
         """The worker's process dies: its connections close, mid-transaction or not."""
         self.d.crash(pick)
 
+    @precondition(lambda self: self.d.can_restart())
+    @rule(pick=PICK)
+    @recorded
+    def restart(self, pick: int) -> None:
+        """The worker's process dies and comes back under the same worker name."""
+        self.d.restart(pick)
+
     @precondition(lambda self: self.d.can_cut())
     @rule(pick=PICK)
     @recorded
@@ -182,9 +199,10 @@ class LeaseMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.d.can_open_transaction())
     @rule(pick=PICK)
     @recorded
-    def open_transaction(self, pick: int) -> None:
-        """Open a transaction the worker's next calls run inside, held across steps."""
-        self.d.open_transaction(pick)
+    def open_transaction(self, pick: int, level: str | None = None) -> None:
+        """Open a transaction the worker's next calls run inside, held across steps (at
+        `level`, in a program of a machine that draws levels)."""
+        self.d.open_transaction(pick, level)
 
     @precondition(lambda self: self.d.can_preempt())
     @rule(pick=PICK, after=AFTER, hold=HOLD)
@@ -193,6 +211,13 @@ class LeaseMachine(RuleBasedStateMachine):
         """An actor's next call is paused after `after` round trips, between two statements,
         for `hold` further steps (a program saved without `hold`: until `resume_call`)."""
         self.d.preempt(pick, after, hold)
+
+    @precondition(lambda self: self.d.can_time_out())
+    @rule(pick=PICK)
+    @recorded
+    def time_out(self, pick: int) -> None:
+        """A worker's next call that waits on a lock fails as its lock_timeout would."""
+        self.d.time_out(pick)
 
     @precondition(lambda self: self.d.can_resume_call())
     @rule(pick=PICK)
@@ -238,9 +263,38 @@ SCHEDULES = {"random": LeaseMachine, "pct": PriorityMachine}
 """The machines a run may use, by the name `--leasecheck-schedule` takes (and `mixed`)."""
 
 
-def machine_for(schedule: str, shard: int = 0) -> type[LeaseMachine]:
+def machine_for(
+    schedule: str, shard: int = 0, level: str = isolation.DEFAULT
+) -> type[LeaseMachine]:
     """Return the machine class of `schedule`; `mixed` runs the random machine on even
-    shards and the priority machine on odd ones, so a run has both."""
+    shards and the priority machine on odd ones, so a run has both. With an isolation
+    `level` other than the default, its held transactions draw theirs (`at_isolation`)."""
     if schedule == "mixed":
         schedule = "pct" if shard % 2 else "random"
-    return SCHEDULES[schedule]
+    machine = SCHEDULES[schedule]
+    return machine if level == isolation.DEFAULT else at_isolation(machine, level)
+
+
+def at_isolation(machine: type[LeaseMachine], mode: str) -> type[LeaseMachine]:
+    """Return `machine` with each held transaction's level an argument of its step, drawn
+    under `mode` (`stateful.isolation`): the program says it, so it replays and shrinks.
+    The default machine draws none, so its runs are the ones they always were."""
+    levels = isolation.strategy(mode)
+
+    class Isolated(machine):  # type: ignore[valid-type,misc]
+        @precondition(lambda self: self.d.can_claim())
+        @rule(how=TAKE, level=levels)
+        @recorded
+        def claim(self, how: Take, level: str | None = None) -> None:
+            """A worker claims; with `held`, in a transaction at `level`."""
+            self.d.claim(how, level if how.held else None)
+
+        @precondition(lambda self: self.d.can_open_transaction())
+        @rule(pick=PICK, level=levels)
+        @recorded
+        def open_transaction(self, pick: int, level: str | None = None) -> None:
+            """Open a transaction held across steps, at `level`."""
+            self.d.open_transaction(pick, level)
+
+    Isolated.__name__ = Isolated.__qualname__ = f"{machine.__name__}[{mode}]"
+    return Isolated

@@ -49,6 +49,16 @@ class Worker:
     snapshot: list[Held] = field(default_factory=list)
     waiting: Callable[[Any], None] | None = None
     beat_waiting: Callable[[Any], None] | None = None
+    level: str = ""
+    """The isolation level its held transaction was opened at, if one was named."""
+    known_as: str = ""
+    """The name the queue is told, when it is not `name`: a worker restarted under its
+    old name (`restart`) is told the old one, while the story tells the two apart."""
+
+    @property
+    def queue_name(self) -> str:
+        """Return the worker name the queue's calls get."""
+        return self.known_as or self.name
 
     @property
     def can_act(self) -> bool:

@@ -1,0 +1,196 @@
+"""Faults real queues meet that the machine made none of before, replayed as programs.
+
+Each program runs through the driver against the real PostgreSQL: the mutant the
+fault was written for breaks its property, the reference keeps every property over
+the very same steps, and the run without the fault's move lets the mutant through.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import mutants
+from leasecheck.stateful import actors, contract, replay
+from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful.program import Step
+from leasecheck.stateful.properties import (
+    EXCLUSIVE_LEASE,
+    NO_LOST_JOBS,
+    OWNER_PROGRESS,
+    PropertyViolated,
+)
+from tests.fixtures import REFERENCE
+
+
+def _harness(spec: str, pool: actors.Pool) -> Harness:
+    harness = Harness(queue=contract.load(spec), pool=pool, spec=spec)
+    harness.reset()
+    return harness
+
+
+RESTART_UNDER_ITS_NAME = [
+    Step("start", {"workers": 2}),
+    Step("claim", {"how": Take(worker=0, held=False)}),  # w0: job1, token 1, lease to 30 s
+    Step("restart", {"pick": 0}),  # w0 dies; w0.2 comes up under the name w0, holding nothing
+    Step("claim", {"how": Take(worker=0, held=False)}),  # w0.2 claims as "w0"
+]
+"""A worker restarted under its old name claims while its old lease still runs."""
+
+
+def test_a_restart_under_the_old_name_is_caught_reclaiming_a_live_lease(
+    reference_pool: actors.Pool,
+) -> None:
+    harness = _harness(mutants.ALL["recover-by-name"], reference_pool)
+    with pytest.raises(PropertyViolated) as caught:
+        replay.replay(harness, RESTART_UNDER_ITS_NAME)
+    violation = caught.value.violation
+    assert violation.prop == EXCLUSIVE_LEASE, violation
+    assert "w0.2:job1#2 was granted" in violation.message, violation.message
+    assert "w0:job1#1 held a lease" in violation.message, violation.message
+    (history,) = [f.history for f in harness.recorder.last.values()]
+    crash = [e for e in history.events if e.op == "crash"]
+    assert [e.note for e in crash] == ["restarted; w0.2 starts under the old name w0"]
+
+
+def test_the_reference_holds_over_a_restart_under_the_old_name(
+    reference_pool: actors.Pool,
+) -> None:
+    done = replay.replay(_harness(REFERENCE, reference_pool), RESTART_UNDER_ITS_NAME)
+    assert done.skipped == [], done.skipped
+
+
+def test_a_crash_gives_a_new_name_and_the_mutant_goes_free(reference_pool: actors.Pool) -> None:
+    """The same program with a crash instead: the replacement is w0.2 to the queue too,
+    so nothing is marked with its name and the claim takes nothing early."""
+    steps = [
+        s if s.rule != "restart" else Step("crash", {"pick": 0}) for s in RESTART_UNDER_ITS_NAME
+    ]
+    done = replay.replay(_harness(mutants.ALL["recover-by-name"], reference_pool), steps)
+    assert done.skipped == [], done.skipped
+
+
+def _late_completion_behind_a_reclaim(commit: bool) -> list[Step]:
+    return [
+        Step("start", {"workers": 2}),
+        Step("claim", {"how": Take(worker=0, held=False)}),  # w0: job1#1
+        Step("asleep", {"how": Stall(worker=0, alone=True, then="nothing")}),  # lease runs out
+        Step("open_transaction", {"pick": 1}),  # w1 begins
+        Step("claim", {"how": Take(worker=1, held=False)}),  # w1 takes job1#2 in it: row locked
+        Step("time_out", {"pick": 0}),  # w0's next lock wait times out
+        Step("complete", {"pick": 0}),  # w0, a late owner, completes: 55P03 on w1's row lock
+        Step("close_transaction", {"pick": 0, "commit": commit}),
+    ]
+
+
+def test_a_completion_that_swallows_its_lock_timeout_is_caught(
+    reference_pool: actors.Pool,
+) -> None:
+    """The swallowed timeout answers True while the completion rolled back; the reclaim
+    that held the lock commits, and the job is handed out after an accepted completion."""
+    harness = _harness(mutants.ALL["swallowed-timeout"], reference_pool)
+    with pytest.raises(PropertyViolated) as caught:
+        replay.replay(harness, _late_completion_behind_a_reclaim(commit=True))
+    violation = caught.value.violation
+    assert violation.prop == NO_LOST_JOBS, violation
+    assert "handed out again (w1:job1#2)" in violation.message, violation.message
+    (history,) = [f.history for f in harness.recorder.last.values()]
+    completes = [e for e in history.events if e.op == "complete" and e.worker == "w0"]
+    assert [e.kind for e in completes][:2] == ["invoke", "ok"], completes
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["reclaim-commits", "reclaim-rolls-back"])
+def test_the_reference_times_out_honestly(reference_pool: actors.Pool, commit: bool) -> None:
+    """The reference raises the lock timeout (its "no"); judged once the reclaim it waited
+    for commits (a stale call's refusal), said and not judged when it rolls back."""
+    lines: list[str] = []
+    harness = _harness(REFERENCE, reference_pool)
+    done = replay.replay(harness, _late_completion_behind_a_reclaim(commit), say=lines.append)
+    assert done.skipped == [], done.skipped
+    story = "\n".join(lines)
+    assert "refused, it raised LockNotAvailable: canceling statement due to lock timeout" in story
+    assert "judged once it commits, not judged if it rolls back" in story, story
+
+
+def test_without_the_timeout_the_completion_waits_and_the_mutant_goes_free(
+    reference_pool: actors.Pool,
+) -> None:
+    steps = [s for s in _late_completion_behind_a_reclaim(commit=True) if s.rule != "time_out"]
+    done = replay.replay(_harness(mutants.ALL["swallowed-timeout"], reference_pool), steps)
+    assert done.skipped == [], done.skipped
+
+
+def _completion_after_its_own_beat(level: str) -> list[Step]:
+    return [
+        Step("start", {"workers": 2}),
+        Step("claim", {"how": Take(worker=0, held=False)}),  # w0: job1#1
+        Step("open_transaction", {"pick": 0, "level": level}),  # w0 begins at `level`
+        Step("claim", {"how": Take(worker=0, held=False)}),  # in it, nothing: the snapshot
+        Step("time_passes", {"to": "beat"}),  # w0's heartbeat connection renews job1
+        Step("complete", {"pick": 0}),  # in the old snapshot: 40001 above read committed
+        Step("close_transaction", {"pick": 0, "commit": True}),
+    ]
+
+
+def test_a_completion_that_swallows_a_serialization_failure_is_caught(
+    reference_pool: actors.Pool,
+) -> None:
+    harness = _harness(mutants.ALL["swallowed-conflict"], reference_pool)
+    with pytest.raises(PropertyViolated) as caught:
+        replay.replay(harness, _completion_after_its_own_beat("repeatable read"))
+    violation = caught.value.violation
+    assert violation.prop == NO_LOST_JOBS, violation
+    assert "after the queue had accepted its completion" in violation.message, violation
+
+
+def test_the_reference_refuses_its_owner_above_read_committed(
+    reference_pool: actors.Pool,
+) -> None:
+    """What the stricter levels find in the reference itself: its heartbeat and its
+    completion update one row, so in a caller's transaction whose snapshot predates the
+    worker's own renewal, the completion raises 40001: the current owner is refused."""
+    for level in ("repeatable read", "serializable"):
+        harness = _harness(REFERENCE, reference_pool)
+        with pytest.raises(PropertyViolated) as caught:
+            replay.replay(harness, _completion_after_its_own_beat(level))
+        violation = caught.value.violation
+        assert violation.prop == OWNER_PROGRESS, violation
+        assert "raised SerializationFailure" in violation.message, violation.message
+
+
+@pytest.mark.parametrize("spec", [REFERENCE, mutants.ALL["swallowed-conflict"]])
+def test_read_committed_hides_it(reference_pool: actors.Pool, spec: str) -> None:
+    """At the default level the completion re-reads the renewed row and is accepted."""
+    done = replay.replay(
+        _harness(spec, reference_pool), _completion_after_its_own_beat("read committed")
+    )
+    assert done.skipped == [], done.skipped
+
+
+def _late_batch_behind_a_reclaim(commit: bool) -> list[Step]:
+    return [
+        Step("start", {"workers": 2}),
+        Step("claim_batch", {"pick": 0, "size": 1}),  # w0: job1#1, by claim_many
+        Step("asleep", {"how": Stall(worker=0, alone=True, then="nothing")}),  # lease runs out
+        Step("open_transaction", {"pick": 1}),  # w1 begins
+        Step("claim", {"how": Take(worker=1, held=False)}),  # w1 takes job1#2 in it: row locked
+        Step("time_out", {"pick": 0}),  # w0's next lock wait times out
+        Step("complete_batch", {"pick": 0, "size": 1}),  # w0's batch: 55P03 on w1's row lock
+        Step("close_transaction", {"pick": 0, "commit": commit}),
+    ]
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["reclaim-commits", "reclaim-rolls-back"])
+def test_a_batch_completion_that_times_out_waits_for_what_held_the_lock(
+    reference_pool: actors.Pool, commit: bool
+) -> None:
+    """The batch's claims are the call's releases, not its `held`: its refusal by timeout
+    waits for the reclaim's transaction like a single completion's (it was judged at once
+    as the owner's refusal, late-owner, while the reclaim had not committed)."""
+    lines: list[str] = []
+    harness = _harness(REFERENCE, reference_pool)
+    done = replay.replay(harness, _late_batch_behind_a_reclaim(commit), say=lines.append)
+    assert done.skipped == [], done.skipped
+    story = "\n".join(lines)
+    assert "LockNotAvailable" in story, story
+    assert "judged once it commits, not judged if it rolls back" in story, story
