@@ -83,7 +83,15 @@ class Hollow(RuleBasedStateMachine):
         pass
 
     @rule(pick=PICK)
+    def restart(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK)
     def cut(self, pick: int) -> None:
+        pass
+
+    @rule(pick=PICK)
+    def time_out(self, pick: int) -> None:
         pass
 
     @rule(pick=PICK, size=BATCH)

@@ -3,7 +3,8 @@
 Source: a claim whose pick was widened (`limit 2`, "prefetch the next one") while its
 caller still reads one row. The second job sits running under a lease nobody holds:
 no worker runs it until that lease runs out. No answer shows it; `state()` does.
-Caught by: no-hidden-claims.
+Caught by: no-hidden-claims, or its neighbour no-lost-jobs: the hidden claims spend the
+second job's attempts, and it fails for good having been handed out fewer times than promised.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mutants._base import sql
 
 class ClaimsTwo(ReferenceQueue):
     name = "claims-two"
-    expected = ("no-hidden-claims",)
+    expected = ("no-hidden-claims", "no-lost-jobs")
 
     def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
         params = {"worker": check_worker(worker), "lease": check_lease(lease)}

@@ -63,7 +63,24 @@ def _violated_at(queue: contract.Queue, pool: actors.Pool, budget: settings) -> 
     pytest.fail(f"mutant {queue.name} survived {budget.max_examples} examples")
 
 
-@pytest.mark.parametrize("name", sorted(mutants.ALL))
+BEYOND_THE_BUDGET = {
+    "swallowed-timeout": "a lock timeout needs a reclaim held open on the row a stale "
+    "completion then waits for; 1,000 random examples rarely draw it",
+    "swallowed-conflict": "a serialization failure needs the owner's completion in a "
+    "stricter transaction begun before its own heartbeat; 1,000 random examples rarely draw it",
+}
+"""Mutants the kill budget does not reach, each killed by its replayed program in
+tests/test_faults.py. Strict: the day the budget kills one, this test says so."""
+
+
+def _kill_case(name: str) -> object:
+    why = BEYOND_THE_BUDGET.get(name)
+    if why is None:
+        return name
+    return pytest.param(name, marks=pytest.mark.xfail(reason=why, strict=True))
+
+
+@pytest.mark.parametrize("name", [_kill_case(n) for n in sorted(mutants.ALL)])
 def test_mutant_is_killed_on_its_property(name: str, pool: actors.Pool) -> None:
     """The machine rejects the mutant, on the property (or neighbour) its docstring names."""
     queue = contract.load(mutants.ALL[name])

@@ -693,6 +693,33 @@ def test_reference_v2_file_survives(v2_pool: actors.Pool) -> None:
     )
 
 
+CLAIM_IN_FLIGHT_OVER_A_COMPLETION = [
+    Step("start", {"workers": 3}),
+    Step("enqueue", {"jobs": 2}),
+    Step("preempt", {"after": 1, "hold": 5, "pick": 0}),
+    Step("claim", {"how": Take(worker=0, held=False)}),  # w0 takes job1#1; its answer waits
+    Step("claim", {"how": Take(worker=0, held=False)}),  # w1 takes job2#1
+    Step("asleep", {"how": Stall(worker=0, alone=False, then="complete")}),  # w2: job1#2
+    Step("complete", {"pick": 0}),  # w2 completes job1#2; then w0's claim answers job1#1
+]
+"""The `ci` run's program of a claim that took job1 (token 1), answered only after a
+later claim of job1 (token 2) was completed."""
+
+
+def test_a_claim_in_flight_is_no_handout_after_a_completion(v2_pool: actors.Pool) -> None:
+    """Its claim was sent before the completion was accepted, so it may have taken the job
+    first (its token says it did): said, not judged as no-lost-jobs (which it was, as
+    "handed out again after the queue had accepted its completion")."""
+    harness = Harness(queue=SqlFileQueue(V2), pool=v2_pool)
+    harness.reset()
+    story: list[str] = []
+    done = replay.replay(harness, CLAIM_IN_FLIGHT_OVER_A_COMPLETION, say=story.append)
+    assert done.skipped == [], done.skipped
+    assert any("w0 claims job1 (token 1" in line for line in story), story
+    said = "it may have taken the job before that completion committed"
+    assert any(said in line for line in story), story
+
+
 def test_an_unfenced_v2_completion_is_killed(tmp_path: Path, v2_pool: actors.Pool) -> None:
     """The v2 path has teeth: reference_v2.sql with its count-row completion unfenced dies."""
     text = V2_TEXT.replace(

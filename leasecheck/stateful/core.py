@@ -69,6 +69,10 @@ class Harness:
     replanned: list[replan.Saved] = field(default_factory=list)
     """The statistics the example's first replan replaced, put back by `reset`."""
 
+    restarts: bool = True
+    """Whether the `restart` move is offered. A test sets it False where one process per
+    name is what it checks (a restarted process asks under the name again, holding
+    nothing), or to show what only that move reaches."""
     isolation: str = "read-committed"
     """The level of held transactions (`--leasecheck-isolation`, `stateful.isolation`)."""
 

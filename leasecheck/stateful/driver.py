@@ -491,7 +491,7 @@ class Driver(Calls):
         return bool(self._busy())
 
     def can_restart(self) -> bool:
-        return bool(self._busy())
+        return self.h.restarts and bool(self._busy())
 
     def can_cut(self) -> bool:
         return any(w.txn is not None or w.waiting for w in self.workers)
@@ -505,7 +505,10 @@ class Driver(Calls):
         return bool(self.caps.held_calls) and any(w.can_act and w.txn is None for w in self.workers)
 
     def can_time_out(self) -> bool:
-        return bool(self._timeoutable())
+        # Only a lock held across steps can make a call wait: a transaction held open, or
+        # a call paused or blocked in one. Without one, arming would time out nothing.
+        holding = any(w.txn is not None or w.waiting is not None for w in self._actors())
+        return holding and bool(self._timeoutable())
 
     def can_preempt(self) -> bool:
         return bool(self._preemptible())

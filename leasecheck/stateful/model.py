@@ -40,6 +40,9 @@ class Grant:
     released_unknown: int | None = None
     """When a completion or failure report of it that lost its answer was sent: it may
     have given the job back at any moment since."""
+    done: int | None = None
+    """Where its accepted completion stands among every accepted completion, in the
+    order told (None: none accepted)."""
     held: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
     """Verdicts that wait for its release in flight: judged if that release is refused,
     said but not judged if it is accepted (it may have come first) or loses its answer."""
@@ -119,6 +122,10 @@ class Oracle:
     """Grants told so far."""
     told_when_sent: dict[int, int] = field(default_factory=dict)
     """For each claim call in flight, how many grants had been told when it was sent."""
+    done_told: int = 0
+    """Accepted completions told so far."""
+    done_when_sent: dict[int, int] = field(default_factory=dict)
+    """For each claim call in flight, how many accepted completions had been told then."""
     lost_claims: int = 0
     """Claim calls in flight whose answer was lost (connection gone, call cancelled):
     each may have taken a job, and so used one of its attempts, unseen."""
@@ -224,14 +231,22 @@ class Oracle:
         if self.max_attempts is not None and len(job.grants) + 1 >= self.max_attempts:
             at_cap = len(job.grants) + 1 == self.max_attempts
             self.saw("claim at the attempt cap" if at_cap else "claim past the attempt cap tried")
-        if job.finished:
+        done_since = self.done_when_sent.get(sent, self.done_told) if sent is not None else None
+        done_before = [g for g in job.completed_by if done_since is None or _done(g) < done_since]
+        if done_before:
             self._flag(
                 P.NO_LOST_JOBS,
                 f"{job.label} was handed out again ({label}) after the queue had accepted "
                 "its completion",
-                *(g.label for g in job.completed_by),
+                *(g.label for g in done_before),
                 jobs=jobs,
-                grants=(label, *(g.label for g in job.completed_by)),
+                grants=(label, *(g.label for g in done_before)),
+            )
+        elif job.finished:
+            self.unjudged.append(
+                f"{label} answered after the completion of "
+                f"{', '.join(g.label for g in job.completed_by)} was accepted while its claim "
+                "was in flight: it may have taken the job before that completion committed"
             )
         if claim.token in job.tokens:
             self._flag(
@@ -407,6 +422,7 @@ class Oracle:
         """A claim call was sent and has not answered: late owners wait for its answer."""
         self.claims_in_flight.add(call)
         self.told_when_sent[call] = self.told
+        self.done_when_sent[call] = self.done_told
 
     def claim_answered(self, call: int, jobs: list[JobId], known: bool) -> None:
         """The claim call `call` answered, handing out `jobs` (`known`: its outcome is
@@ -417,6 +433,7 @@ class Oracle:
         """
         self.claims_in_flight.discard(call)
         self.told_when_sent.pop(call, None)
+        self.done_when_sent.pop(call, None)
         if not known:
             self.lost_claims += 1
             for job in self.jobs.values():  # which job it took, if any, is unknown
@@ -544,6 +561,7 @@ class Oracle:
                 self.deferred.append(stale)
         if accepted:
             grant.released = True
+            grant.done, self.done_told = self.done_told, self.done_told + 1
             job.completed_by.append(grant)
 
     def fail(
@@ -763,3 +781,8 @@ def _why_stale(job: JobModel, grant: Grant) -> str:
         return f"{grant.label} had already released {job.label}"
     later = job.grants[-1]
     return f"{job.label} had been granted again to {later.label} at t={later.granted_at / 1e6:g}s"
+
+
+def _done(grant: Grant) -> int:
+    assert grant.done is not None, grant.label  # only accepted completions are asked
+    return grant.done
