@@ -69,15 +69,18 @@ BEYOND_THE_BUDGET = {
     "swallowed-conflict": "a serialization failure needs the owner's completion in a "
     "stricter transaction begun before its own heartbeat; 1,000 random examples rarely draw it",
 }
-"""Mutants the kill budget does not reach, each killed by its replayed program in
-tests/test_faults.py. Strict: the day the budget kills one, this test says so."""
+"""Mutants the kill budget does not reach reliably (one of these died or survived the
+same derandomized budget depending on what earlier tests left in the shared database),
+each killed by its replayed program in tests/test_faults.py instead: skipped here, and
+saying so."""
 
 
 def _kill_case(name: str) -> object:
     why = BEYOND_THE_BUDGET.get(name)
     if why is None:
         return name
-    return pytest.param(name, marks=pytest.mark.xfail(reason=why, strict=True))
+    skip = pytest.mark.skip(reason=f"{why}; killed by its program in tests/test_faults.py")
+    return pytest.param(name, marks=skip)
 
 
 @pytest.mark.parametrize("name", [_kill_case(n) for n in sorted(mutants.ALL)])
