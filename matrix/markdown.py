@@ -34,6 +34,10 @@ COUNTS = (
     f'broken it, so it is no evidence either way. Counts "{NOT_RECORDED}": the '
     "column's results predate the counts, or its final run recorded none (an error)."
 )
+SITUATIONS = (
+    "Situations: the same runs' count of each situation, which the exercised counts "
+    "above add up per property; a 0 is a situation that never came up in that column."
+)
 NO_COUNTS = (
     "Exercised counts: not recorded (these results were written before the matrix kept "
     'them), so a "holds" here does not say whether its property\'s situations came up.'
@@ -85,6 +89,7 @@ def render(data: dict[str, Any]) -> str:
     if gaps:
         lines += ["", "Not exercised (declared by the implementation): " + "; ".join(gaps) + "."]
     lines += ["", LEGEND, "", *_counts(impls, props)]
+    lines += _situations(impls)
     if notes:
         lines += ["", "Notes:", ""] + [f"{i}. {n}" for i, n in enumerate(notes, 1)]
     return "\n".join(lines) + "\n"
@@ -133,6 +138,27 @@ def _counts(impls: list[dict[str, Any]], props: list[str]) -> list[str]:
     missing = [impl["name"] for impl in impls if impl.get("exercised") is None]
     if missing:
         lines += ["", f"Counts {NOT_RECORDED} for: " + ", ".join(missing) + "."]
+    return lines
+
+
+def _situations(impls: list[dict[str, Any]]) -> list[str]:
+    """Return the table of each situation's count per column that recorded them.
+
+    A property's count adds up its situations, so a sum can stand over one that never
+    came up; here every situation has its own row, and a zero reads as one.
+    """
+    counted = [impl for impl in impls if impl.get("situations") is not None]
+    if not counted:
+        return []
+    names = list(dict.fromkeys(s for impl in counted for s in impl["situations"]))
+    lines = ["", SITUATIONS, "", "| situation | " + " | ".join(i["name"] for i in counted) + " |"]
+    lines.append("|---" * (len(counted) + 1) + "|")
+    for name in names:
+        row = [str(impl["situations"].get(name, NOT_RECORDED)) for impl in counted]
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    missing = [impl["name"] for impl in impls if impl.get("situations") is None]
+    if missing:
+        lines += ["", f"Situations {NOT_RECORDED} for: " + ", ".join(missing) + "."]
     return lines
 
 

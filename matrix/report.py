@@ -5,8 +5,9 @@ copied under the output directory), either "witnessed" (a script replayed it thr
 the library's own API: links to the script and its output) or "model only" (no
 script, or it did not reproduce: the reason as a note) / not applicable (reason) /
 error. Long reasons go to numbered notes under the table so the table stays readable.
-Each column also carries what its final run exercised, per property (`exercised`;
-null when none was recorded). The page is rendered from the JSON (`matrix.markdown`).
+Each column also carries what its final run exercised, per property (`exercised`)
+and per situation (`situations`, so a zero is never hidden by a sum); null when none
+was recorded. The page is rendered from the JSON (`matrix.markdown`).
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ def as_data(
                 "properties": {p: cell(c, p, f, out) for p in ALL},
                 # The final run's situations per property; null: none recorded.
                 "exercised": c.verdicts.exercised,
+                # The same run's count of each situation, zeros named; null: none recorded.
+                "situations": c.verdicts.situations,
             }
             for c, f in zip(columns, files, strict=True)
         ],

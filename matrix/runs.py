@@ -54,6 +54,8 @@ class Run:
     seconds: float
     exercised: dict[str, int] | None = None
     """Property -> situations produced, summed over the shards; None if none recorded."""
+    situations: dict[str, int] | None = None
+    """Each situation (`coverage.SITUATIONS`) -> how often it occurred; None as above."""
 
 
 @dataclass
@@ -68,6 +70,8 @@ class Verdicts:
     runs: int = 0
     exercised: dict[str, int] | None = None
     """The final run's counts per property (`Run.exercised`); None: not recorded."""
+    situations: dict[str, int] | None = None
+    """The final run's counts per situation (`Run.situations`); None: not recorded."""
 
 
 def run_once(
@@ -112,15 +116,16 @@ def run_once(
         return Run({}, [], _first_error(output, code), seconds)
     outcome, gaps = _read_junit(junit)
     try:
-        counts = read_exercised(junit)
+        met = read_situations(junit)
     except ValueError:
-        counts = None  # unreadable counts are not recorded, never a partial sum or zeros
+        met = None  # unreadable counts are not recorded, never a partial sum or zeros
+    counts = None if met is None else coverage.per_property(met)
     violated = _violations(failures)
     if code == 0 and outcome == "passed":
-        return Run({}, gaps, None, seconds, counts)
+        return Run({}, gaps, None, seconds, counts, met)
     if outcome.startswith("failure") and violated:
-        return Run(violated, gaps, None, seconds, counts)
-    return Run({}, gaps, f"{outcome or 'no result'}", seconds, counts)
+        return Run(violated, gaps, None, seconds, counts, met)
+    return Run({}, gaps, f"{outcome or 'no result'}", seconds, counts, met)
 
 
 def _read_junit(path: Path) -> tuple[str, list[str]]:
@@ -147,11 +152,21 @@ def _read_junit(path: Path) -> tuple[str, list[str]]:
 def read_exercised(path: Path) -> dict[str, int] | None:
     """Return how often each property was exercised in the run `path` reports, or None.
 
+    The situations (`read_situations`) mapped to properties as the run's own summary
+    maps them (`coverage.per_property`).
+    """
+    met = read_situations(path)
+    return None if met is None else coverage.per_property(met)
+
+
+def read_situations(path: Path) -> dict[str, int] | None:
+    """Return how often each situation occurred in the run `path` reports, or None.
+
     Each property item (one per shard) records its situations under `exercised.KEY`;
     pytest writes the value with `str()`, so it is read back as a Python literal.
-    They are added up and mapped to properties as the run's own summary does
-    (`coverage.merge`, `coverage.per_property`). None when no item recorded any: an
-    absent count must never read as "not exercised".
+    They are added up as the run's own summary adds them (`coverage.merge`), every
+    known situation present (zeros included, so a zero is never an absent key). None
+    when no item recorded any: an absent count must never read as "not exercised".
     """
     shards = []
     for case in ET.parse(path).iter("testcase"):
@@ -169,7 +184,8 @@ def read_exercised(path: Path) -> dict[str, int] | None:
             shards.append({str(k): int(n) for k, n in value.items()})
     if not shards:
         return None
-    return coverage.per_property(coverage.merge(shards))
+    total = coverage.merge(shards)
+    return {**dict.fromkeys(coverage.SITUATIONS, 0), **total}
 
 
 def _violations(failures: Path) -> dict[str, list[Path]]:
@@ -226,6 +242,7 @@ def judge(
         verdicts.runs += 1
         gaps = run.gaps
         verdicts.exercised = run.exercised
+        verdicts.situations = run.situations
         if run.error is not None:
             verdicts.error = run.error
             return verdicts

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from leasecheck.stateful import coverage
 from leasecheck.stateful.properties import ALL
 from matrix import markdown, report
 from matrix.runs import Verdicts
@@ -93,3 +94,20 @@ def test_a_property_missing_from_the_counts_is_not_recorded() -> None:
     page = report.as_markdown([_column("q", counts)], META, [{}])
     assert _row(page, IDLE) == ["holds"]
     assert _row(page[page.index("| exercised |") :], IDLE) == [markdown.NOT_RECORDED]
+
+
+def test_each_situation_has_its_row_and_a_zero_reads_as_one() -> None:
+    """A property's count can stand over a situation that never came up: the situations
+    table shows it as 0; a column that recorded none is named, never shown as zeros."""
+    met = {**dict.fromkeys(coverage.SITUATIONS, 0), "stale completion sent": 4}
+    counted = _column("new", coverage.per_property(met), situations=met)
+    uncounted = _column("old", None)
+    data = json.loads(report.as_json([counted, uncounted], META, [{}, {}]))
+    assert data["implementations"][0]["situations"] == met
+    assert data["implementations"][1]["situations"] is None
+    page = markdown.render(data)
+    table = page[page.index("| situation | new |\n") :]
+    assert _row(table, "stale completion sent") == ["4"]
+    assert _row(table, "stale heartbeat sent") == ["0"]
+    assert f"\nSituations {markdown.NOT_RECORDED} for: old.\n" in page
+    assert page == report.as_markdown([counted, uncounted], META, [{}, {}])

@@ -16,6 +16,7 @@ import pytest
 
 from leasecheck import exercised
 from leasecheck.shards import DEFAULT_COUNT
+from leasecheck.stateful import coverage
 from leasecheck.stateful.properties import ALL
 from matrix import runs
 from matrix.targets import Target
@@ -58,6 +59,22 @@ def _summary(output: str) -> dict[str, int]:
     return found
 
 
+def _situations_said(output: str) -> dict[str, int]:
+    """Return the situations the closing summary listed under the properties, zeros too."""
+    found: dict[str, int] = {}
+    for line in output.splitlines():
+        if not line.startswith("      "):
+            continue
+        said = line.strip()
+        if said.startswith("never met: "):
+            found.update(dict.fromkeys(said.removeprefix("never met: ").split("; "), 0))
+            continue
+        for item in said.split("; "):
+            name, n = item.rsplit(" ", 1)
+            found[name] = int(n)
+    return found
+
+
 def test_the_final_run_counts_what_its_summary_printed(
     leasecheck_server_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -82,6 +99,8 @@ def test_the_final_run_counts_what_its_summary_printed(
     assert sorted(printed) == sorted(ALL)
     assert verdicts.exercised == printed
     assert sum(printed.values()) > 0
+    # Every situation is listed under its properties with the count the matrix keeps.
+    assert verdicts.situations == _situations_said((tmp_path / "run1" / "output.txt").read_text())
 
 
 def _stand_in(tmp_path: Path, body: str) -> Path:
@@ -136,6 +155,12 @@ def test_counts_are_summed_over_shards_and_mapped_to_properties(stand_in_dir: Pa
             request.node.user_properties.append((exercised.KEY, {"claim at the attempt cap": 9}))
         """,
     )
+    met = runs.read_situations(junit)
+    assert met == {
+        **dict.fromkeys(coverage.SITUATIONS, 0),
+        "stale completion sent": 5,
+        "completion refused": 1,
+    }
     counts = runs.read_exercised(junit)
     assert counts == {
         **dict.fromkeys(ALL, 0),
@@ -158,6 +183,7 @@ def test_no_record_is_not_recorded(stand_in_dir: Path) -> None:
         """,
     )
     assert runs.read_exercised(junit) is None
+    assert runs.read_situations(junit) is None
 
 
 @pytest.mark.parametrize(

@@ -68,12 +68,29 @@ def merge(runs: Iterable[Mapping[str, int]]) -> Counter[str]:
     return total
 
 
+def situations_of(prop: str) -> tuple[str, ...]:
+    """Return the situations that put `prop` to the test, in `SITUATIONS`' order."""
+    return tuple(s for s, props in SITUATIONS.items() if prop in props)
+
+
 def summary(counts: Mapping[str, int], judged: Iterable[str] = P.ALL) -> list[str]:
-    """Return one line per property: how often it was exercised, or that it was not."""
+    """Return, per property, how often it was exercised, then each of its situations.
+
+    A property's count adds up its situations, so a sum can stand over one that never
+    happened ("fencing: exercised 140 times" with no stale heartbeat ever sent): every
+    situation is listed with its own count, and those at zero are named again.
+    """
     exercised = per_property(counts)
     lines = []
     for prop in judged:
         n = exercised.get(prop, 0)
         said = f"exercised {n} times" if n else "holds, not exercised"
         lines.append(f"{prop}: {said}")
+        own = situations_of(prop)
+        met = [f"{s} {counts[s]}" for s in own if counts.get(s, 0)]
+        never = [s for s in own if not counts.get(s, 0)]
+        if met:
+            lines.append("    " + "; ".join(met))
+        if never:
+            lines.append("    never met: " + "; ".join(never))
     return lines
