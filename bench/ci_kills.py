@@ -4,8 +4,10 @@
 
 Each mutant gets the command a queue repository's CI runs (`CI=1 pytest
 properties/test_machine.py --leasecheck-queue SPEC`, every shard, serially, stopping
-at the first failing shard). Prints, per mutant, whether it died, on which property
-(read from the failure file the run left) and the wall time; a run that failed
+at the first failing shard), with the isolation level and excused properties the
+mutant declares (`isolation`, `excused`), as the kill test runs it. Prints, per
+mutant, whether it died, on which property (read from the failure file the run left)
+and the wall time; a run that failed
 without a property's file is an ERROR (the harness's or Hypothesis's), never a kill.
 It judges nothing: the kill tests in properties/ do, on a budget of their own.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import mutants
+from leasecheck.stateful import contract, isolation
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -35,6 +38,11 @@ def run(spec: str) -> dict[str, Any]:
             "properties/test_machine.py", "-k", "test_leasecheck_properties",
             "--leasecheck-queue", spec, "--leasecheck-dir", out,
         ]  # fmt: skip
+        queue = contract.load(spec)
+        level = getattr(queue, "isolation", isolation.DEFAULT)
+        if level != isolation.DEFAULT:
+            command += ["--leasecheck-isolation", level]
+        command += [f"--leasecheck-excuse={p}" for p in getattr(queue, "excused", ())]
         env = {**os.environ, "CI": "1"}
         started = time.monotonic()
         done = subprocess.run(

@@ -32,7 +32,7 @@ from leasecheck.dbfixtures import janitor, servers
 from leasecheck.stateful import actors, clock, contract, isolation, probe
 from leasecheck.stateful.core import MAX_JOBS, Harness
 from leasecheck.stateful.driver import Driver
-from leasecheck.stateful.moves import WAKE_UP, Stall, Take
+from leasecheck.stateful.moves import RIVALS, WAKE_UP, Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.sqlfile import load
@@ -119,12 +119,11 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
         picks(rule, len(d._pairs(call)))
     if d.can_stall():
         stallers = len([w for w in d.workers if not w.paused and w.granted])
+        rivals = RIVALS if "claim" in d.caps.held_calls else RIVALS[:1]
         for i in range(stallers):
-            for alone in (False, True):
-                out.extend(
-                    Step("asleep", {"how": Stall(worker=i, alone=alone, then=then)})
-                    for then in WAKE_UP
-                )
+            hows = [Stall(worker=i, alone=False, then=t, rival=r) for t in WAKE_UP for r in rivals]
+            hows += [Stall(worker=i, alone=True, then=t) for t in WAKE_UP]
+            out.extend(Step("asleep", {"how": how}) for how in hows)
     picks("pause", len([w for w in d.workers if not w.paused]))
     picks("resume", len([w for w in d.workers if w.paused]))
     picks("crash", len(d._busy()))

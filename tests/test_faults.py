@@ -194,3 +194,36 @@ def test_a_batch_completion_that_times_out_waits_for_what_held_the_lock(
     story = "\n".join(lines)
     assert "LockNotAvailable" in story, story
     assert "judged once it commits, not judged if it rolls back" in story, story
+
+
+def _completion_in_an_older_snapshot(level: str) -> list[Step]:
+    return [
+        Step("start", {"workers": 2}),
+        Step("claim", {"how": Take(worker=0, held=False)}),  # w0: job1#1
+        Step("open_transaction", {"pick": 0, "level": level}),  # the application's: it reads
+        Step("time_passes", {"to": "beat"}),  # w0's heartbeat connection renews job1
+        Step("complete", {"pick": 0}),  # in the snapshot taken at the open: 40001
+    ]
+
+
+def test_an_application_transaction_takes_its_snapshot_when_it_opens(
+    reference_pool: actors.Pool,
+) -> None:
+    """open_transaction is the application's transaction, which reads before it calls the
+    queue: the heartbeat that commits next is a concurrent update to the completion, with
+    no claim in between to take the snapshot. The mutant swallows the 40001 and is caught
+    when teardown finds the job it called done still to hand out."""
+    harness = _harness(mutants.ALL["swallowed-conflict"], reference_pool)
+    with pytest.raises(PropertyViolated) as caught:
+        replay.replay(harness, _completion_in_an_older_snapshot("repeatable read"))
+    assert caught.value.violation.prop == NO_LOST_JOBS, caught.value.violation
+
+
+@pytest.mark.parametrize("spec", [REFERENCE, mutants.ALL["swallowed-conflict"]])
+def test_at_read_committed_the_open_takes_no_snapshot(
+    reference_pool: actors.Pool, spec: str
+) -> None:
+    done = replay.replay(
+        _harness(spec, reference_pool), _completion_in_an_older_snapshot("read committed")
+    )
+    assert done.skipped == [], done.skipped

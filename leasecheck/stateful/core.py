@@ -418,11 +418,17 @@ class Core(Scheduler):
         # its job's instant (a queue may hand out only jobs due strictly before now).
         self._advance(self.now + 1)
 
-    def _begin(self, w: Worker, level: str | None = None) -> None:
+    def _begin(self, w: Worker, level: str | None = None, snapshot: str | None = None) -> None:
+        """Open `w`'s held transaction; above READ COMMITTED, run `snapshot` in it if given,
+        so the transaction's snapshot is taken now rather than at the queue's first call."""
         w.main.conn.execute(isolation.begin(level))
+        taken = snapshot is not None and level in isolation.LEVELS[1:]
+        if snapshot is not None and taken:
+            w.main.conn.execute(snapshot)
         w.txn, w.snapshot, w.began, w.level = [], list(w.held), self.now, level or ""
-        self.history.add(self.now, w.name, "begin", "event", note=level or "")
-        at = f" ({level})" if level else ""
+        said = f"{level}, snapshot taken" if taken else level or ""
+        self.history.add(self.now, w.name, "begin", "event", note=said)
+        at = f" ({said})" if said else ""
         self.say(f"t={seconds(self.now)} {w.name} begins a transaction{at}")
 
     def _resume(self, w: Worker) -> None:

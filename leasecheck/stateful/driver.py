@@ -163,7 +163,13 @@ class Driver(Calls):
             if not how.alone and others:
                 if self.caps.maintain is not None:
                     self._maintain()  # the queue's recovery runs while the worker sleeps
-                self._claim(others[0])
+                rival = others[0]
+                holds = how.rival != "commits" and "claim" in self.caps.held_calls
+                if holds and rival.txn is None:
+                    self._begin(rival)  # its claim's row lock outlasts the step
+                self._claim(rival)
+                if holds and how.rival == "holds, lock_timeout" and w.name not in self.timeouts:
+                    self._arm_timeout(w.name)
             self._resume(w)
             then = how.then
             if then == "heartbeat" and not self.caps.heartbeats:
@@ -246,25 +252,51 @@ class Driver(Calls):
 
     def open_transaction(self, pick: int, level: str | None = None) -> None:
         """Open a transaction the worker's next calls run inside, held across steps (at
-        isolation `level`, if given: `stateful.isolation`)."""
+        isolation `level`, if given: `stateful.isolation`).
+
+        It is the application's transaction, which reads before it calls the queue: above
+        READ COMMITTED its snapshot is taken now, so whatever commits before the next call
+        (the worker's own heartbeat, a reclaim) is a concurrent update to that call. A
+        claim `held` opens one whose snapshot is the queue's first statement's instead."""
         with self._step():
-            self._begin(
-                self._pick_own([w for w in self.workers if w.can_act and w.txn is None], pick),
-                level,
-            )
+            w = self._pick_own([w for w in self.workers if w.can_act and w.txn is None], pick)
+            self._begin(w, level, snapshot=FAULTS["take_snapshot"].text)
+
+    def work_in_transaction(self, pick: int, level: str | None = None) -> None:
+        """A worker runs its job's body inside the application's transaction, as a task
+        wrapped in one does: it begins (at `level`) and reads, works for a heartbeat
+        interval while its heartbeat connection renews the lease, completes the job in
+        the transaction and commits. Above READ COMMITTED the renewal is a concurrent
+        update to the completion, whose snapshot predates it (40001)."""
+        with self._step():
+            pairs = [(w, h) for w, h in self._pairs("complete") if w.txn is None]
+            w = self._pick_own(list(dict.fromkeys(w for w, _ in pairs)), pick)
+            h = next(h for o, h in reversed(pairs) if o is w)  # its newest job
+            self._begin(w, level, snapshot=FAULTS["take_snapshot"].text)
+            target = self.now + BEAT
+            self.history.add(self.now, "clock", "advance", "event", value=seconds(target))
+            self.say(f"t={seconds(self.now)} {w.name} works on {h.label} until {seconds(target)}")
+            self._advance(target)
+            if h in w.held and w.can_act and w.txn is not None and w.waiting is None:
+                self._complete(w, h)
+            if w.can_act and w.txn is not None and w.waiting is None:
+                self._close(w, commit=True)  # a call still in flight leaves it open
 
     def close_transaction(self, pick: int, commit: bool) -> None:
         """Commit or roll back a held transaction; calls blocked behind it go on."""
         with self._step():
             w = self._pick_own([w for w in self.workers if w.can_act and w.txn is not None], pick)
-            self.say(f"t={seconds(self.now)} {w.name} {'commits' if commit else 'rolls back'}")
-            if commit and not self._committed(w):
-                return
-            if not commit:
-                w.main.conn.execute("rollback")
-            if commit:
-                self.history.add(self.now, w.name, "commit", "event")
-            self._end_txn(w, commit=commit, why="rolled back by the worker")
+            self._close(w, commit)
+
+    def _close(self, w: Worker, commit: bool) -> None:
+        self.say(f"t={seconds(self.now)} {w.name} {'commits' if commit else 'rolls back'}")
+        if commit and not self._committed(w):
+            return
+        if not commit:
+            w.main.conn.execute("rollback")
+        if commit:
+            self.history.add(self.now, w.name, "commit", "event")
+        self._end_txn(w, commit=commit, why="rolled back by the worker")
 
     def _committed(self, w: Worker) -> bool:
         """Commit `w`'s held transaction; return False when PostgreSQL aborted it instead.
@@ -314,10 +346,12 @@ class Driver(Calls):
         never counts such a call as held still, it waits until PostgreSQL ends it.
         A call that waits on nothing answers as it would have."""
         with self._step():
-            name = self._pick_name(self._timeoutable(), pick)
-            self.timeouts.add(name)
-            self.history.add(self.now, name, "time_out", "event", note="lock_timeout armed")
-            self.say(f"t={seconds(self.now)} {name}: its next call that waits on a lock times out")
+            self._arm_timeout(self._pick_name(self._timeoutable(), pick))
+
+    def _arm_timeout(self, name: str) -> None:
+        self.timeouts.add(name)
+        self.history.add(self.now, name, "time_out", "event", note="lock_timeout armed")
+        self.say(f"t={seconds(self.now)} {name}: its next call that waits on a lock times out")
 
     def _timeoutable(self) -> list[str]:
         return [w.name for w in self.workers if w.can_act and w.name not in self.timeouts]
@@ -515,6 +549,11 @@ class Driver(Calls):
 
     def can_resume_call(self) -> bool:
         return bool(self._parked())
+
+    def can_work_in_transaction(self) -> bool:
+        return "complete" in self.caps.held_calls and any(
+            w.txn is None for w, _ in self._pairs("complete")
+        )
 
     def can_close_transaction(self) -> bool:
         return any(w.can_act and w.txn is not None for w in self.workers)

@@ -19,6 +19,11 @@ begin isolation level read committed
 -- updated or locked (40001, could not serialize access due to concurrent update).
 begin isolation level repeatable read
 
+-- name: take_snapshot
+-- open_transaction above READ COMMITTED: the application's transaction reads before it
+-- calls the queue, so its snapshot (taken at its first query) predates that call.
+select 1
+
 -- name: begin_serializable
 -- A held transaction that PostgreSQL also aborts (40001) on a read/write dependency
 -- cycle with the transactions it overlapped.

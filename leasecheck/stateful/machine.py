@@ -296,5 +296,18 @@ def at_isolation(machine: type[LeaseMachine], mode: str) -> type[LeaseMachine]:
             """Open a transaction held across steps, at `level`."""
             self.d.open_transaction(pick, level)
 
+        @precondition(lambda self: self.d.can_work_in_transaction())
+        @rule(pick=PICK, level=levels)
+        @recorded
+        def work_in_transaction(self, pick: int, level: str | None = None) -> None:
+            """A worker's job body and completion run in a transaction at `level`, while
+            its heartbeats renew the lease (`Driver.work_in_transaction`)."""
+            self.d.work_in_transaction(pick, level)
+
     Isolated.__name__ = Isolated.__qualname__ = f"{machine.__name__}[{mode}]"
     return Isolated
+
+
+REPLAYER = at_isolation(LeaseMachine, "drawn")
+"""The machine a saved program replays on: every rule any machine has, so a program
+saved under any isolation mode replays (the levels are its arguments)."""

@@ -48,18 +48,34 @@ class Take:
     held: bool
 
 
+RIVALS = ("commits", "holds", "holds, lock_timeout")
+"""How the worker that reclaims from a sleeper does it (simplest first): in a call that
+commits at once; in a transaction it keeps open, so the woken worker's call on the job
+waits on its row lock; or that, with the woken worker's session under `lock_timeout`,
+so the wait fails with 55P03, as production's configured timeout makes it. Without the
+open transaction no call waited on a lock in a whole `ci` run of the reference."""
+
+
 @dataclass(frozen=True)
 class Stall:
     """Which worker falls asleep past its lease, whether it sleeps alone, and what it does
-    on waking. `alone=False` (the simplest) means another worker reclaims meanwhile."""
+    on waking. `alone=False` (the simplest) means another worker reclaims meanwhile, as
+    `rival` says (a program saved before it had one reclaims as "commits")."""
 
     worker: int
     alone: bool
     then: str
+    rival: str = RIVALS[0]
 
 
 TAKE = st.builds(Take, worker=PICK, held=st.booleans())
-STALL = st.builds(Stall, worker=PICK, alone=st.booleans(), then=st.sampled_from(WAKE_UP))
+STALL = st.builds(
+    Stall,
+    worker=PICK,
+    alone=st.booleans(),
+    then=st.sampled_from(WAKE_UP),
+    rival=st.sampled_from(RIVALS),
+)
 
 
 ORDERS = st.permutations(range(5))

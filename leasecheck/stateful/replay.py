@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from leasecheck.stateful import program
-from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.machine import REPLAYER, Harness
 from leasecheck.stateful.program import Step
 
 # Hypothesis marks rule methods with these attributes; each carries `preconditions`.
@@ -75,7 +75,7 @@ def replay(
     lines, then the step itself.
     """
     rules = [_rule(step.rule) for step in steps]  # an unknown rule fails before any SQL
-    machine = LeaseMachine(harness)
+    machine = REPLAYER(harness)
     if say is not None:
         machine.d.say = say
     done = Replayed()
@@ -95,7 +95,7 @@ def replay(
 
 
 def _rule(name: str) -> Any:
-    method = getattr(LeaseMachine, name, None)
+    method = getattr(REPLAYER, name, None)
     for marker in _MARKERS:
         rule = getattr(method, marker, None)
         if rule is not None:
