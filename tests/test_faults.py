@@ -227,3 +227,34 @@ def test_at_read_committed_the_open_takes_no_snapshot(
         _harness(spec, reference_pool), _completion_in_an_older_snapshot("read committed")
     )
     assert done.skipped == [], done.skipped
+
+
+LIVE_CLAIM_BATCHED_WITH_A_HELD_ONE = [
+    Step("start", {"workers": 2}),
+    Step("claim_batch", {"pick": 0, "size": 1}),  # w0: job1#1
+    Step("enqueue", {"jobs": 1}),  # job2
+    # w0 sleeps past its lease; w1 reclaims job1 in a transaction it keeps open; w0 wakes
+    # under lock_timeout, fetches job2 and acknowledges both in one batch: 55P03
+    Step(
+        "asleep", {"how": Stall(worker=0, alone=False, then="batch", rival="holds, lock_timeout")}
+    ),
+    Step("close_transaction", {"pick": 0, "commit": True}),  # w1's reclaim commits
+]
+
+
+def test_a_live_claim_in_a_batch_that_timed_out_on_another_job_is_not_judged(
+    reference_pool: actors.Pool,
+) -> None:
+    """The batch waited on job1's row, which w1's reclaim held: its refusal of w0's live
+    claim on job2 says nothing of job2 (it was an owner-progress break once w1 committed);
+    the stale claim on job1 is judged once w1 commits, as a single completion's is."""
+    lines: list[str] = []
+    harness = _harness(REFERENCE, reference_pool)
+    done = replay.replay(harness, LIVE_CLAIM_BATCHED_WITH_A_HELD_ONE, say=lines.append)
+    assert done.skipped == [], done.skipped
+    story = "\n".join(lines)
+    assert (
+        "not judged: the complete of w0:job2#1 timed out on a lock with job1 in its batch, "
+        "which w1's open transaction holds" in story
+    ), story
+    assert "w0:job1#1's complete timed out while w1 held a transaction open" in story, story

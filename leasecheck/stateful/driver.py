@@ -41,11 +41,11 @@ class Driver(Calls):
         self.timeouts: set[str] = set()
         """Workers whose calls run with a lock timeout set, until one of them times out."""
         self.timed_out: dict[
-            int, tuple[bool, list[tuple[Worker, list[Callable[[], None]], list[bool]]]]
+            int, tuple[str | None, list[tuple[Worker, list[Callable[[], None]], list[bool]]]]
         ] = {}
-        """Claims (by id) whose call a lock timeout ended: whether another call was in
-        flight then, and each other worker's open transaction (its updates list, and
-        whether it committed)."""
+        """Claims (by id) whose call a lock timeout ended: why it is not judged at all (a
+        lock it may have waited on that says nothing of its own job), and each other
+        worker's open transaction (its updates list, and whether it committed)."""
 
     # -------------------------------------------------------------------- moves
 
@@ -387,8 +387,9 @@ class Driver(Calls):
                 self.timeouts.discard(w.name)
                 self._saw("call timed out on a lock")
                 # a batch completion's claims are its releases, not its `held`
-                for h in [held] if held is not None else releases:
-                    self._rivals_of(w, h)
+                batch = [held] if held is not None else list(releases)
+                for h in batch:
+                    self._rivals_of(w, h, [o for o in batch if o is not h])
             done(outcome, at)
 
         super()._call(w, op, held, fn, self._noting(timed), **kw)
@@ -404,18 +405,29 @@ class Driver(Calls):
 
         return noted
 
-    def _rivals_of(self, w: Worker, held: Held) -> None:
+    def _rivals_of(self, w: Worker, held: Held, batch: Sequence[Held] = ()) -> None:
         """Note what a timed-out call may have waited for: the other workers' open
-        transactions (each marked so its commit is known), or a call in flight."""
-        busy = any(o is not w and o.waiting is not None and not o.crashed for o in self._actors())
+        transactions (each marked so its commit is known), or a call in flight; for
+        one claim of a batch, also the rows of its batch's other jobs, which an open
+        transaction may have locked: then the wait says nothing of this claim's job."""
+        why = None
+        if any(o is not w and o.waiting is not None and not o.crashed for o in self._actors()):
+            why = "while another call was in flight, which may have held it"
         rivals: list[tuple[Worker, list[Callable[[], None]], list[bool]]] = []
+        others = {o.claim.job_id for o in batch} - {held.claim.job_id}
         for other in self.workers:
             if other is not w and other.txn is not None:
                 committed: list[bool] = []
                 other.txn.append(partial(committed.append, True))
                 rivals.append((other, other.txn, committed))
-        if busy or rivals:
-            self.timed_out[id(held)] = (busy, rivals)
+                locked = [self._job_label(o.claim) for o in other.held if o.claim.job_id in others]
+                if locked and why is None:
+                    why = (
+                        f"with {locked[0]} in its batch, which {other.name}'s open "
+                        "transaction holds: the wait may have been on that job's row"
+                    )
+        if why is not None or rivals:
+            self.timed_out[id(held)] = (why, rivals)
 
     def _judge(
         self,
@@ -433,17 +445,16 @@ class Driver(Calls):
         in effect a claim in flight. So the refusal is judged once every other
         worker's transaction open then has committed (the queue as those commits left
         it), and is said, not judged, when one rolled back or another call was in
-        flight (it may have held the lock, and nobody knows what it did)."""
+        flight (it may have held the lock, and nobody knows what it did), or, for one
+        claim of a batch, when an open transaction held another job of the batch (the
+        wait, and so the refusal, may be that job's)."""
         waited = self.timed_out.pop(id(h), None)
         if waited is None or read.raised is None:
             super()._judge(h, op, read, at, answered, lease_from)
             return
-        busy, rivals = waited
-        if busy:
-            self.say(
-                f"  not judged: the {op} of {h.label} timed out on a lock while another "
-                "call was in flight, which may have held it"
-            )
+        why, rivals = waited
+        if why is not None:
+            self.say(f"  not judged: the {op} of {h.label} timed out on a lock {why}")
             return
         self._judge_timed_out(h, op, read, at, answered, rivals)
 

@@ -67,6 +67,11 @@ class Stall:
     then: str
     rival: str = RIVALS[0]
 
+    def __repr__(self) -> str:
+        """The call that builds it, leaving out a default rival: programs read as before."""
+        rival = "" if self.rival == RIVALS[0] else f", rival={self.rival!r}"
+        return f"Stall(worker={self.worker!r}, alone={self.alone!r}, then={self.then!r}{rival})"
+
 
 TAKE = st.builds(Take, worker=PICK, held=st.booleans())
 STALL = st.builds(
