@@ -110,6 +110,8 @@ def test_the_reference_times_out_honestly(reference_pool: actors.Pool, commit: b
     story = "\n".join(lines)
     assert "refused, it raised LockNotAvailable: canceling statement due to lock timeout" in story
     assert "judged once it commits, not judged if it rolls back" in story, story
+    rolled = "transaction was open, which then rolled back" in story
+    assert rolled is not commit, story
 
 
 def test_without_the_timeout_the_completion_waits_and_the_mutant_goes_free(
@@ -194,6 +196,8 @@ def test_a_batch_completion_that_times_out_waits_for_what_held_the_lock(
     story = "\n".join(lines)
     assert "LockNotAvailable" in story, story
     assert "judged once it commits, not judged if it rolls back" in story, story
+    rolled = "transaction was open, which then rolled back" in story
+    assert rolled is not commit, story
 
 
 def _completion_in_an_older_snapshot(level: str) -> list[Step]:

@@ -302,8 +302,8 @@ class Core(Scheduler):
         raise NotImplementedError  # `stateful.calls`
 
     def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
-        updates, calls = w.txn or [], w.txn_calls
-        w.txn, w.txn_calls = None, []
+        updates, undo, calls = w.txn or [], w.undo, w.txn_calls
+        w.txn, w.undo, w.txn_calls = None, [], []
         if commit:
             for update in updates:
                 update()
@@ -314,6 +314,8 @@ class Core(Scheduler):
             w.held = [h for h in w.snapshot if h.grant is not None]
             self.voided.update(calls)
             self.history.add(self.now, w.name, "rollback", "event", note=why)
+            for hook in undo:
+                hook()
         w.snapshot = []
         self.db_dirty = True
 
@@ -425,7 +427,8 @@ class Core(Scheduler):
         taken = snapshot is not None and level in isolation.LEVELS[1:]
         if snapshot is not None and taken:
             w.main.conn.execute(snapshot)
-        w.txn, w.snapshot, w.began, w.level = [], list(w.held), self.now, level or ""
+        w.txn, w.undo, w.snapshot = [], [], list(w.held)
+        w.began, w.level = self.now, level or ""
         said = f"{level}, snapshot taken" if taken else level or ""
         self.history.add(self.now, w.name, "begin", "event", note=said)
         at = f" ({said})" if said else ""

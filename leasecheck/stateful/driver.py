@@ -467,22 +467,26 @@ class Driver(Calls):
         answered: int,
         rivals: list[tuple[Worker, list[Callable[[], None]], list[bool]]],
     ) -> None:
-        still = [(o, txn) for o, txn, _ in rivals if o.txn is txn]
+        rolled = [o for o, txn, committed in rivals if o.txn is not txn and not committed]
+        if rolled:
+            self.say(
+                f"  not judged: the {op} of {h.label} timed out on a lock while "
+                f"{rolled[0].name}'s transaction was open, which then rolled back"
+            )
+            return
+        still = [o for o, txn, _ in rivals if o.txn is txn]
         if still:
-            other, txn = still[0]
-            txn.append(lambda: self._judge_timed_out(h, op, read, at, answered, rivals))
+            other = still[0]
+            again = partial(self._judge_timed_out, h, op, read, at, answered, rivals)
+            assert other.txn is not None
+            other.txn.append(again)
+            other.undo.append(again)
             self.say(
                 f"  {h.label}'s {op} timed out while {other.name} held a transaction open: "
                 "judged once it commits, not judged if it rolls back"
             )
             return
-        if all(committed for _, _, committed in rivals):
-            Calls._judge(self, h, op, read, at, answered)
-            return
-        self.say(
-            f"  not judged: the {op} of {h.label} timed out on a lock while a transaction "
-            "was open that then rolled back"
-        )
+        Calls._judge(self, h, op, read, at, answered)
 
     def _preemptible(self) -> list[str]:
         names = [w.name for w in self.workers if w.can_act]

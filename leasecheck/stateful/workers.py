@@ -46,6 +46,8 @@ class Worker:
     began: int = 0
     """When its held transaction began: what `now()` reads in every call inside it."""
     txn_calls: list[int] = field(default_factory=list)
+    undo: list[Callable[[], None]] = field(default_factory=list)
+    """What runs if its held transaction rolls back (`txn` holds what runs if it commits)."""
     snapshot: list[Held] = field(default_factory=list)
     waiting: Callable[[Any], None] | None = None
     beat_waiting: Callable[[Any], None] | None = None
