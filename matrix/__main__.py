@@ -24,7 +24,7 @@ from pathlib import Path
 import psycopg
 
 from leasecheck.dbfixtures import debian, embedded
-from matrix import envs, majors, markdown, merge, report, runs, targets, witness
+from matrix import envs, majors, markdown, merge, report, runs, targets, unreached, witness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -81,7 +81,15 @@ def _one(
         print(f"  built {env.python.parent.parent} in {time.monotonic() - started:.0f} s")
     verdicts = runs.judge(env.python, target, REPO, dsn, workdir, args.profile, args.timeout)
     witnesses = witness.check_all(env.python, target, list(verdicts.violated), dsn)
-    return report.Column(target, env, verdicts, time.monotonic() - started, witnesses)
+    again = unreached.rewitness(env.python, target, verdicts.holds, dsn)
+    shown = tuple(p for p, w in again.items() if w.verdict == witness.WITNESSED)
+    verdicts.holds = [p for p in verdicts.holds if p not in shown]
+    witnesses.update({p: again[p] for p in shown})
+    gone = [p for p in again if p not in shown]
+    if gone:
+        print(f"  holds, and the witness no longer shows it: {', '.join(gone)}", flush=True)
+    seconds = time.monotonic() - started
+    return report.Column(target, env, verdicts, seconds, witnesses, unreached=shown)
 
 
 def _kind(found: witness.Witness | None) -> str:
@@ -97,8 +105,9 @@ def _summary(column: report.Column) -> str:
         idle = [p for p in v.holds if v.exercised.get(p) == 0]
         if idle:
             parts[0] += f" ({markdown.NOT_EXERCISED}: {', '.join(idle)})"
-    if v.violated:
+    if v.violated or column.unreached:
         shown = [f"{p} ({_kind(column.witnesses.get(p))})" for p in v.violated]
+        shown += [f"{p} (witnessed; this run did not reach it)" for p in column.unreached]
         parts.append("violated: " + ", ".join(shown))
     if v.not_applicable:
         parts.append("n/a: " + ", ".join(v.not_applicable))
@@ -190,9 +199,14 @@ def _run_major(
     stale = ["counterexamples", "witnesses"]
     if args.only:  # the other columns' files stay: their cells, merged back, link them
         stale = [f"{kind}/{t.name}" for kind in stale for t in chosen]
+    # Read before the column's files go: a cell still witnessed keeps its counterexample.
+    carried = [unreached.read(out, c.target.name, list(c.unreached)) for c in columns]
     for path in stale:
         shutil.rmtree(out / path, ignore_errors=True)
-    files = [report.copy_counterexamples(c, out) for c in columns]
+    files = [
+        {**unreached.restore(kept, out), **report.copy_counterexamples(c, out)}
+        for c, kept in zip(columns, carried, strict=True)
+    ]
     for c in columns:
         witness.save(c.witnesses, c.target.name, out)
     meta = {

@@ -38,6 +38,9 @@ class Column:
     verdicts: Verdicts
     seconds: float
     witnesses: dict[str, Witness] = field(default_factory=dict)
+    unreached: tuple[str, ...] = ()
+    """Properties this run did not find violated whose witness, run again, still showed it
+    (`matrix.unreached`): violated cells, with the earlier run's counterexample files."""
 
 
 def copy_counterexamples(column: Column, out: Path) -> dict[str, list[str]]:
@@ -74,7 +77,7 @@ def cell(
 ) -> dict[str, Any]:
     """Return one cell of the table as data; paths are relative to the results directory."""
     v = column.verdicts
-    if prop in v.violated:
+    if prop in v.violated or prop in column.unreached:
         witness = column.witnesses.get(prop, Witness(MODEL_ONLY, "no witness was run"))
         script = None
         if witness.script is not None:

@@ -17,7 +17,7 @@ import pytest
 
 from leasecheck.stateful.properties import ALL
 from matrix import __main__ as cli
-from matrix import markdown, merge, report
+from matrix import markdown, merge, report, unreached, witness
 from matrix.runs import Verdicts
 from matrix.targets import Target
 from tests.test_matrix_runs import _summary
@@ -151,12 +151,29 @@ def test_what_cannot_take_a_merge_is_refused(tmp_path: Path) -> None:
         merge.load(reformatted)
 
 
+SHOWS = """
+import sys
+print("job1 completed twice through the library's own calls")
+print("WITNESSED: job1 was completed twice")
+"""
+GONE = """
+import sys
+print("NOT REPRODUCED: job1 was completed once")
+sys.exit(1)
+"""
+
+
 def test_only_merges_into_the_results_there(
-    leasecheck_server_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    leasecheck_server_dsn: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """End to end: the reference column replaces its own, with the counts its run printed;
-    the other column, its files and its bytes stay."""
-    out, cache = tmp_path / "results", tmp_path / "cache"
+    the other column, its files and its bytes stay. A witnessed cell the run did not reach
+    stays violated while its witness, run again, shows it (its counterexample kept), and
+    turns to holds once the witness no longer does (its files gone)."""
+    out, cache, scripts = tmp_path / "results", tmp_path / "cache", tmp_path / "witnesses"
     stale = report.Column(
         Target("reference", "leasecheck.reference.queue:ReferenceQueue"),
         None,
@@ -171,15 +188,36 @@ def test_only_merges_into_the_results_there(
     )
     meta = {"date": "before", "postgres": "18.6", "profile": "ci", "python": "3", "seconds": 11}
     out.mkdir()
-    (out / "conformance.json").write_text(report.as_json([stale, other], meta, [{}, {}], out))
+    earlier = report.as_data([stale, other], meta, [{}, {}], out)
+    for prop, body in (("fencing", SHOWS), ("single-completion", GONE)):
+        files = [f"counterexamples/reference/{prop}.txt"]
+        note = "WITNESSED: an earlier run's"
+        earlier["implementations"][0]["properties"][prop] = {
+            "verdict": witness.WITNESSED,
+            "files": files,
+            "witness": {"script": None, "output": None, "note": note},
+        }
+        script = witness.script_for("reference", prop, scripts)
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(textwrap.dedent(body))
+    monkeypatch.setattr(witness, "SCRIPTS", scripts)
+    (out / "conformance.json").write_text(report.dumps(earlier))
     before = (out / "conformance.json").read_text()
-    for name in ("reference", "reference.sql"):
-        (out / "counterexamples" / name).mkdir(parents=True)
-        (out / "counterexamples" / name / "fencing.txt").write_text("an earlier counterexample\n")
+    earlier_files = [
+        ("reference", "fencing"),
+        ("reference", "single-completion"),
+        ("reference.sql", "fencing"),
+    ]
+    for name, prop in earlier_files:
+        (out / "counterexamples" / name).mkdir(parents=True, exist_ok=True)
+        (out / "counterexamples" / name / f"{prop}.txt").write_text(f"earlier {prop} of {name}\n")
     argv = ["--only", "reference", "--profile", "dev", "--pg-dsn", leasecheck_server_dsn]
     argv += ["--out", str(out), "--cache", str(cache)]
     assert cli.main(argv) == 0
-    assert "merged reference into" in capsys.readouterr().out
+    said_out = capsys.readouterr().out
+    assert "merged reference into" in said_out
+    assert "holds, and the witness no longer shows it: single-completion" in said_out
+    assert "fencing (witnessed; this run did not reach it)" in said_out
     text = (out / "conformance.json").read_text()
     data = json.loads(text)
     assert [i["name"] for i in data["implementations"]] == ["reference", "reference.sql"]
@@ -195,5 +233,15 @@ def test_only_merges_into_the_results_there(
     assert apart["command"] == said and leasecheck_server_dsn not in text
     assert apart["profile"] == "dev"
     assert (out / "conformance.md").read_text() == markdown.render(data)
-    assert not (out / "counterexamples" / "reference").exists()
+    kept = ours["properties"]["fencing"]
+    assert kept["verdict"] == witness.WITNESSED
+    assert kept["files"] == ["counterexamples/reference/fencing.txt"]
+    assert kept["witness"]["note"] == unreached.NOTE + "WITNESSED: job1 was completed twice"
+    assert kept["witness"]["output"] == "witnesses/reference/fencing.txt"
+    assert "completed twice" in (out / kept["witness"]["output"]).read_text()
+    assert (out / kept["files"][0]).read_text() == "earlier fencing of reference\n"
+    assert ours["properties"]["single-completion"] == {"verdict": "holds"}
+    assert sorted(p.name for p in (out / "counterexamples" / "reference").iterdir()) == [
+        "fencing.txt"
+    ]
     assert (out / "counterexamples" / "reference.sql" / "fencing.txt").exists()
