@@ -262,3 +262,37 @@ def test_a_live_claim_in_a_batch_that_timed_out_on_another_job_is_not_judged(
         "which w1's open transaction holds" in story
     ), story
     assert "w0:job1#1's complete timed out while w1 held a transaction open" in story, story
+
+
+CRASH_ENDS_WHAT_A_PAUSED_TIMEOUT_WAITED_ON = [
+    Step("start", {"workers": 2}),
+    Step("claim", {"how": Take(worker=0, held=False)}),  # w0: job1#1, lease to 30 s
+    Step("preempt", {"after": 2, "hold": 1, "pick": 0}),  # w0's next call pauses after its 2nd
+    # w0 sleeps past its lease; w1 reclaims job1 in a transaction it keeps open; w0 wakes
+    # under lock_timeout and completes: its UPDATE waits on w1's row lock and times out,
+    # the answer not yet read (the call is paused after that statement)
+    Step(
+        "asleep",
+        {"how": Stall(worker=0, alone=False, then="complete", rival="holds, lock_timeout")},
+    ),
+    Step("crash", {"pick": 1}),  # w1 dies: its reclaim rolls back; then w0's answer is read
+]
+
+
+def test_a_timeout_whose_lock_holder_crashed_before_the_answer_was_read_is_not_judged(
+    reference_pool: actors.Pool,
+) -> None:
+    """The transaction w0 waited on rolled back (a crash) before w0's refusal was read:
+    nobody else holds job1 then, but the refusal was that transaction's lock, not the
+    queue refusing a late owner (it was a late-owner break, 6 seeds of 20 in
+    bench.time_to_detect on the reference)."""
+    lines: list[str] = []
+    harness = _harness(REFERENCE, reference_pool)
+    done = replay.replay(harness, CRASH_ENDS_WHAT_A_PAUSED_TIMEOUT_WAITED_ON, say=lines.append)
+    assert done.skipped == [], done.skipped
+    story = "\n".join(lines)
+    assert "w1 crashes" in story and "LockNotAvailable" in story, story
+    assert (
+        "not judged: the complete of w0:job1#1 timed out on a lock while w1's transaction "
+        "was open, which then rolled back" in story
+    ), story

@@ -144,6 +144,9 @@ class Core(Scheduler):
         self.completions: dict[int, tuple[Held, bool | None]] = {}
         """call id -> the claim and the queue's answer (None: the connection died under it)."""
         self.voided: set[int] = set()
+        self.ended: list[tuple[str, bool]] = []
+        """Every held transaction that ended, in order: its worker's name and whether it
+        committed (what a call in flight meanwhile may have waited on)."""
         self.db_dirty = False
         self.broken = False
         self.generation = itertools.count(2)
@@ -304,6 +307,7 @@ class Core(Scheduler):
     def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
         updates, undo, calls = w.txn or [], w.undo, w.txn_calls
         w.txn, w.undo, w.txn_calls = None, [], []
+        self.ended.append((w.name, commit))
         if commit:
             for update in updates:
                 update()

@@ -377,6 +377,7 @@ class Driver(Calls):
         session = w.main
         session.conn.execute(FAULTS["arm_lock_timeout"].text)
         session.times_out = True
+        since = len(self.ended)  # transactions that end from now on were open in its flight
 
         def timed(outcome: Outcome, at: int) -> None:
             session.times_out = False
@@ -389,7 +390,7 @@ class Driver(Calls):
                 # a batch completion's claims are its releases, not its `held`
                 batch = [held] if held is not None else list(releases)
                 for h in batch:
-                    self._rivals_of(w, h, [o for o in batch if o is not h])
+                    self._rivals_of(w, h, [o for o in batch if o is not h], since)
             done(outcome, at)
 
         super()._call(w, op, held, fn, self._noting(timed), **kw)
@@ -405,14 +406,19 @@ class Driver(Calls):
 
         return noted
 
-    def _rivals_of(self, w: Worker, held: Held, batch: Sequence[Held] = ()) -> None:
+    def _rivals_of(self, w: Worker, held: Held, batch: Sequence[Held] = (), since: int = 0) -> None:
         """Note what a timed-out call may have waited for: the other workers' open
-        transactions (each marked so its commit is known), or a call in flight; for
-        one claim of a batch, also the rows of its batch's other jobs, which an open
-        transaction may have locked: then the wait says nothing of this claim's job."""
+        transactions (each marked so its commit is known), one that rolled back while
+        the call was in flight (`self.ended[since:]`: a crash may end it before the
+        answer is read), or a call in flight; for one claim of a batch, also the rows of
+        its batch's other jobs, which an open transaction may have locked: then the wait
+        says nothing of this claim's job."""
         why = None
         if any(o is not w and o.waiting is not None and not o.crashed for o in self._actors()):
             why = "while another call was in flight, which may have held it"
+        rolled = [name for name, ok in self.ended[since:] if not ok and name != w.name]
+        if rolled and why is None:
+            why = f"while {rolled[0]}'s transaction was open, which then rolled back"
         rivals: list[tuple[Worker, list[Callable[[], None]], list[bool]]] = []
         others = {o.claim.job_id for o in batch} - {held.claim.job_id}
         for other in self.workers:
