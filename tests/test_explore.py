@@ -6,13 +6,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import mutants
 from leasecheck import explore
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract
 from leasecheck.stateful.core import Harness
 from leasecheck.stateful.driver import Driver
-from leasecheck.stateful.properties import EXCLUSIVE_LEASE, SINGLE_COMPLETION
+from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful.program import Step
+from leasecheck.stateful.properties import EXCLUSIVE_LEASE, SINGLE_COMPLETION, PropertyViolated
 
 
 def test_the_reference_has_no_violation_in_a_small_scope(reference_pool: actors.Pool) -> None:
@@ -33,17 +37,40 @@ def test_the_story_is_found_in_two_moves(reference_pool: actors.Pool) -> None:
     assert [s.rule for s in done.counterexample] == ["start", "claim", "asleep"]
 
 
+def _stale_report(rule: str) -> list[Step]:
+    """w0 sleeps past its lease, w1 takes job1 over, then w0 reports on its old claim."""
+    return [
+        Step("start", {"workers": 2}),
+        Step("claim", {"how": Take(worker=0, held=False)}),
+        Step("asleep", {"how": Stall(worker=0, alone=True, then="nothing")}),
+        Step("claim", {"how": Take(worker=0, held=False)}),
+        Step(rule, {"pick": 0}),
+    ]
+
+
 def test_rows_the_queue_does_not_show_keep_two_states_apart(reference_pool: actors.Pool) -> None:
     """stale-release's stale failure report ends the owner's lease in the row alone: the
     model and state() read as after a refused completion. Merged with it, the claim that
-    breaks exclusive-lease was never tried, and the scope read "no violation"."""
-    queue = contract.load(mutants.ALL["stale-release"])
-    scope = explore.Scope(workers=2, jobs=1, moves=3, preemptions=0)
-    done = explore.explore(Harness(queue=queue, pool=reference_pool), scope, 120.0)
-    assert done.violation is not None, done.said(scope)
-    assert done.violation.violation.prop == EXCLUSIVE_LEASE
-    assert [s.rule for s in done.counterexample] == ["start", "claim", "asleep", "claim"]
-    assert done.counterexample[2].args["how"].then == "fail"
+    breaks exclusive-lease would never be tried, and the scope would read "no violation"."""
+    harness = Harness(queue=contract.load(mutants.ALL["stale-release"]), pool=reference_pool)
+    scope = explore.Scope(workers=2, jobs=1, moves=4, preemptions=0)
+    tables = explore.Tables(reference_pool.monitor)
+    states = {}
+    for rule in ("fail", "complete"):
+        harness.reset()
+        d = Driver(harness)
+        for step in _stale_report(rule):
+            getattr(d, step.rule)(**step.args)
+            d.check()
+        states[rule] = (explore.fingerprint(d), explore.fingerprint(d, tables))
+        d.teardown()
+    (fail_seen, fail_rows), (complete_seen, complete_rows) = states["fail"], states["complete"]
+    assert fail_seen == complete_seen, "the model and state() tell them apart by themselves"
+    assert fail_rows != complete_rows
+    then = Step("claim", {"how": Take(worker=0, held=False)})
+    with pytest.raises(PropertyViolated) as caught:
+        explore._run(harness, [*_stale_report("fail"), then], scope)
+    assert caught.value.violation.prop == EXCLUSIVE_LEASE
 
 
 def test_a_search_cut_short_says_it_proves_nothing(reference_pool: actors.Pool) -> None:

@@ -700,7 +700,7 @@ CLAIM_IN_FLIGHT_OVER_A_COMPLETION = [
     Step("claim", {"how": Take(worker=0, held=False)}),  # w0 takes job1#1; its answer waits
     Step("claim", {"how": Take(worker=0, held=False)}),  # w1 takes job2#1
     Step("asleep", {"how": Stall(worker=0, alone=False, then="complete")}),  # w2: job1#2
-    Step("complete", {"pick": 0}),  # w2 completes job1#2; then w0's claim answers job1#1
+    Step("complete", {"pick": 1}),  # w2 completes job1#2; then w0's claim answers job1#1
 ]
 """The `ci` run's program of a claim that took job1 (token 1), answered only after a
 later claim of job1 (token 2) was completed."""

@@ -148,7 +148,9 @@ class Driver(Calls):
         `then` is what the woken worker does first with the job it was working on,
         not knowing whether it still owns it: complete, fail, heartbeat or nothing; or,
         for a queue with batches, `batch`: a batch worker's loop, which fetches once
-        more and then acknowledges everything it holds in one batch.
+        more and then acknowledges everything it holds in one batch. A completion or
+        failure report that answered is followed by the worker's next claim, as its loop
+        goes on: a stale report that made the job visible again shows at once.
         (Named to sort first among the rules: see `stateful.moves`.)
         """
         with self._step():
@@ -183,6 +185,8 @@ class Driver(Calls):
                 {"complete": self._complete, "fail": self._fail, "heartbeat": self._heartbeat}[
                     then
                 ](w, work)
+                if then != "heartbeat" and w in self._claimers() and self.unfinished():
+                    self._claim(w)  # its loop goes on: the report answered, it claims again
 
     def crash(self, pick: int) -> None:
         """The worker's process dies: its connections close, mid-transaction or not."""

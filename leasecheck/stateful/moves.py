@@ -6,9 +6,9 @@ rule whose precondition holds, with every argument at its simplest. Whatever sor
 first therefore runs again and again in about half of the first examples. Giving the
 stall and the claim one argument each, and names that sort first (`asleep`, then
 `claim`), makes that default continuation the story itself: a worker claims, falls
-asleep past its lease, another reclaims, the sleeper wakes and completes. The
-simplest value of each field is the move most likely to expose a race, so shrinking
-toward it also shortens the counterexample.
+asleep past its lease, another reclaims, the sleeper wakes, completes and claims
+again. The simplest value of each field is the move most likely to expose a race, so
+shrinking toward it also shortens the counterexample.
 """
 
 from __future__ import annotations
