@@ -36,7 +36,7 @@ def _targeting(machine: type[LeaseMachine]) -> type[LeaseMachine]:
 
     class Targeting(machine):  # type: ignore[valid-type,misc]
         def teardown(self) -> None:
-            target(float(len(self.d.oracle.situations)), label="distinct situations")
+            target(float(len(self.d.oracle.ledger.situations)), label="distinct situations")
             super().teardown()
 
     return Targeting

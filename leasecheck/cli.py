@@ -472,9 +472,9 @@ def _judge(args: argparse.Namespace) -> int:
         raise _Usage(f"{args.file}: {exc}") from None
     oracle = judge.oracle
     print(f"leasecheck: judged {len(judge.facts)} facts of {args.file} again")
-    for line in [*oracle.declared, *oracle.unjudged]:
+    for line in [*oracle.ledger.declared, *oracle.ledger.unjudged]:
         print(f"leasecheck: not judged: {line}")
-    found = oracle.violations or oracle.deferred
+    found = oracle.ledger.violations or oracle.ledger.deferred
     for violation in found:
         print(str(violation))
     saved = str(data.get("violation", ""))

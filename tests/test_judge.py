@@ -48,7 +48,7 @@ def test_saved_facts_are_judged_again_to_the_same_violation(
     path, error = _saved(name, reference_pool, tmp_path)
     saved = json.loads(path.read_text())["judge"]
     judge = rejudge(saved)
-    found = [str(v) for v in [*judge.oracle.violations, *judge.oracle.deferred]]
+    found = [str(v) for v in [*judge.oracle.ledger.violations, *judge.oracle.ledger.deferred]]
     assert str(error.violation) in found
     assert json.loads(json.dumps(judge.to_json(), default=str)) == saved
 
@@ -63,7 +63,7 @@ def test_no_lost_jobs_is_judged_again_from_state_answers(
     assert error.violation.prop == "no-lost-jobs"
     saved = json.loads(path.read_text())["judge"]
     assert [f["op"] for f in saved["facts"]].count("state") >= len(error.violation.evidence)
-    assert str(error.violation) in [str(v) for v in rejudge(saved).oracle.violations]
+    assert str(error.violation) in [str(v) for v in rejudge(saved).oracle.ledger.violations]
 
 
 def test_facts_the_oracle_did_not_read_are_refused(
@@ -141,13 +141,13 @@ def test_a_late_owner_refusal_waits_for_the_claims_in_flight() -> None:
     verdict until it answers. It handed the job out: refused rightly. It handed out
     nothing: late-owner, judged then. Its answer was lost: not judged, and said so."""
     rightly = _late_owner_refused_while_a_claim_is_in_flight({"jobs": [1], "known": True})
-    assert rightly.oracle.violations == [] and rightly.oracle.waiting == []
+    assert rightly.oracle.ledger.violations == [] and rightly.oracle.in_flight.waiting == []
     wrongly = _late_owner_refused_while_a_claim_is_in_flight({"jobs": [], "known": True})
-    assert [v.prop for v in wrongly.oracle.violations] == ["late-owner"]
-    assert "the queue shows it running" in wrongly.oracle.violations[0].evidence[0]
+    assert [v.prop for v in wrongly.oracle.ledger.violations] == ["late-owner"]
+    assert "the queue shows it running" in wrongly.oracle.ledger.violations[0].evidence[0]
     unknown = _late_owner_refused_while_a_claim_is_in_flight({"jobs": [], "known": False})
-    assert unknown.oracle.violations == []
-    assert "lost its answer" in unknown.oracle.unjudged[0]
+    assert unknown.oracle.ledger.violations == []
+    assert "lost its answer" in unknown.oracle.ledger.unjudged[0]
 
 
 def _late_grant(sent: int | None) -> Judge:
@@ -181,10 +181,13 @@ def test_a_claim_answered_late_is_not_ordered_after_grants_made_while_in_flight(
     those granted meanwhile, which came first cannot be told: not judged, and said so.
     Told as an ordinary grant, the same answers break fencing (token 2 after 3)."""
     late = _late_grant(sent=5)
-    assert late.oracle.violations == []
-    assert "w2:job1#3 of job1 was granted while its claim was in flight" in late.oracle.unjudged[0]
+    assert late.oracle.ledger.violations == []
+    assert (
+        "w2:job1#3 of job1 was granted while its claim was in flight"
+        in late.oracle.ledger.unjudged[0]
+    )
     ordinary = _late_grant(sent=None)
-    assert [v.prop for v in ordinary.oracle.violations][:1] == ["fencing"]
+    assert [v.prop for v in ordinary.oracle.ledger.violations][:1] == ["fencing"]
 
 
 def _refused_after_a_race() -> Judge:
@@ -208,8 +211,10 @@ def test_which_of_racing_grants_owns_the_job_is_not_guessed() -> None:
     where the oracle used to take the grant told last for the owner and call the
     refusal a late-owner break."""
     raced = _refused_after_a_race()
-    assert raced.oracle.violations == []
-    assert any("cannot be told (their claims raced" in line for line in raced.oracle.unjudged)
+    assert raced.oracle.ledger.violations == []
+    assert any(
+        "cannot be told (their claims raced" in line for line in raced.oracle.ledger.unjudged
+    )
 
 
 def test_a_claim_that_lost_its_answer_may_have_used_an_attempt() -> None:
@@ -236,10 +241,10 @@ def test_a_claim_that_lost_its_answer_may_have_used_an_attempt() -> None:
         return rejudge({"rules": rules, "facts": facts})
 
     lost = run(known=False)
-    assert lost.oracle.violations == []
-    assert any("1 claim lost its answer" in line for line in lost.oracle.unjudged)
+    assert lost.oracle.ledger.violations == []
+    assert any("1 claim lost its answer" in line for line in lost.oracle.ledger.unjudged)
     seen = run(known=True)
-    assert [v.prop for v in seen.oracle.violations] == ["no-lost-jobs"]
+    assert [v.prop for v in seen.oracle.ledger.violations] == ["no-lost-jobs"]
 
 
 def test_a_claim_that_lost_its_answer_may_have_taken_the_job() -> None:
@@ -263,12 +268,12 @@ def test_a_claim_that_lost_its_answer_may_have_taken_the_job() -> None:
         return rejudge({"rules": rules, "facts": facts})
 
     lost = run({"jobs": [], "known": False})
-    assert lost.oracle.violations == []
+    assert lost.oracle.ledger.violations == []
     assert any(
-        "a claim that lost its answer may have taken job1" in u for u in lost.oracle.unjudged
+        "a claim that lost its answer may have taken job1" in u for u in lost.oracle.ledger.unjudged
     )
     nothing = run({"jobs": [], "known": True})
-    assert [v.prop for v in nothing.oracle.violations] == ["late-owner"]
+    assert [v.prop for v in nothing.oracle.ledger.violations] == ["late-owner"]
 
 
 def test_a_claim_in_flight_took_its_job_between_send_and_answer() -> None:
@@ -292,7 +297,7 @@ def test_a_claim_in_flight_took_its_job_between_send_and_answer() -> None:
         rules = {"lease": 30_000_000, "max_attempts": 3, "ordered_tokens": True, "observes": True}
         return rejudge({"rules": rules, "facts": facts})
 
-    assert run(answered_at=60_000_001).oracle.violations == []
-    held = run(answered_at=45_000_000).oracle.violations
+    assert run(answered_at=60_000_001).oracle.ledger.violations == []
+    held = run(answered_at=45_000_000).oracle.ledger.violations
     assert [v.prop for v in held] == ["exclusive-lease"]
     assert "between t=30s and t=45s (its claim was in flight)" in held[0].message

@@ -204,7 +204,7 @@ def test_the_bar_is_the_judges_lease_not_every_accepted_heartbeat() -> None:
     h.add(40 * SECOND, "w0", "heartbeat", "invoke", job="job1", token="1")
     h.add(40 * SECOND, "w0", "heartbeat", "ok", job="job1", token="1", value=True)
     judge = _judged(h)
-    assert [v.prop for v in judge.oracle.violations] == ["fencing"]
+    assert [v.prop for v in judge.oracle.ledger.violations] == ["fencing"]
     ends = {b.get("data-worker"): b.get("data-lease-end") for b in _classed(_svg(h), "lease")}
     assert ends == {"w0": str(30 * SECOND), "w1": str(61 * SECOND)}
 

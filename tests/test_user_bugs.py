@@ -66,7 +66,7 @@ def test_the_mutant_breaks_its_property(name: str, pool: actors.Pool, tmp_path: 
     assert error.value.violation.prop == prop, error.value.violation
     (path,) = [p for p in harness.recorder.write(tmp_path, name, "") if p.suffix == ".json"]
     saved = json.loads(path.read_text())["judge"]
-    again = [str(v) for v in rejudge(saved).oracle.violations]
+    again = [str(v) for v in rejudge(saved).oracle.ledger.violations]
     assert str(error.value.violation) in again
 
 

@@ -464,11 +464,11 @@ class Core(Scheduler):
         """Raise the first violation found: later ones in the same step are often its echo."""
         self._refresh()
         self._claims_settled()
-        said = [*self.oracle.declared, *self.oracle.unjudged]
+        said = [*self.oracle.ledger.declared, *self.oracle.ledger.unjudged]
         for line in said[self.said :]:
             self.say(f"  not judged: {line}")
         self.said = len(said)
-        for violation in self.oracle.violations:
+        for violation in self.oracle.ledger.violations:
             self._raise(violation)
 
     def _claims_settled(self) -> None:
@@ -494,7 +494,7 @@ class Core(Scheduler):
         raise violation_error(violation.prop)(violation, timeline)
 
     def _clean_up(self) -> None:
-        self.h.coverage.update(self.oracle.situations)
+        self.h.coverage.update(self.oracle.ledger.situations)
         self.h.moves.update(step.rule for step in self.program)
         for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
             for session in (w.main, w.beat):

@@ -634,7 +634,7 @@ class Driver(Calls):
         self._check()
         self._drain()
         self._check()
-        for v in self.oracle.deferred:
+        for v in self.oracle.ledger.deferred:
             self._raise(v)
         if self.oracle.observe is None:
             return  # no-lost-jobs needs the queue's state(): a named gap, never a pass

@@ -35,14 +35,14 @@ def judge(oracle: Oracle) -> None:
     for job_id, job in oracle.jobs.items():
         if oracle.shown.get(job_id) != DONE:
             continue
-        oracle.saw("job shown done judged against its effects")
+        oracle.ledger.saw("job shown done judged against its effects")
         if not job.completed_by:
-            oracle.saw("job shown done with no completion answered")
+            oracle.ledger.saw("job shown done with no completion answered")
         by = ", ".join(g.label for g in job.completed_by) or "no completion the queue answered"
         if not oracle.answers_complete:
-            if oracle.effects_seen.get(str(job_id), 0):
+            if oracle.effects.rows_seen.get(str(job_id), 0):
                 continue
-            oracle._flag(
+            oracle.ledger.flag(
                 P.DONE_EFFECT,
                 f"the queue shows {job.label} done, but no effect of it ever committed",
                 f"accepted by: {by}; effect rows of {job.label}: none "
@@ -53,14 +53,14 @@ def judge(oracle: Oracle) -> None:
             continue
         if job.effects_accepted:
             continue
-        if job_id in oracle.held_back:
-            oracle.unjudged.append(
+        if job_id in oracle.effects.held_back:
+            oracle.ledger.unjudged.append(
                 f"{job.label} shows done with no effect accepted by the receiver, but the "
                 "machine held its effect back (its claim had not committed when the body "
                 "ran), so whether the queue lost it cannot be told"
             )
             continue
-        oracle._flag(
+        oracle.ledger.flag(
             P.DONE_EFFECT,
             f"the queue shows {job.label} done, but the receiver accepted no effect of it",
             f"accepted by: {by}; its keys: {sorted(job.effect_keys) or 'none'}",

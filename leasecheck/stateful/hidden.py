@@ -62,17 +62,17 @@ def judge(oracle: Oracle, unknown: bool) -> None:
         oracle.doubts.doubt(oracle)
     if oracle.observe is None:
         return  # a named gap (contract.not_checked): nothing shows what is running
-    if oracle.claims_in_flight:
+    if oracle.in_flight.calls:
         return  # one of them may hold any job: judged once it answers
     for job_id, job in oracle.jobs.items():
         if _explained(job) or oracle.doubts.holds(job_id, job):
             continue
-        oracle.saw("job no claim holds looked at after a claim")
+        oracle.ledger.saw("job no claim holds looked at after a claim")
         if oracle.observe(job_id) != RUNNING:
             continue
         last = job.grants[-1].label if job.grants else None
         why = f"its last claim, {last}, was released" if last else "it was never handed out"
-        oracle._flag(
+        oracle.ledger.flag(
             P.NO_HIDDEN_CLAIMS,
             f"the queue shows {job.label} running, but no claim it handed out holds it",
             f"{why}; no claim was in flight and none lost its answer",

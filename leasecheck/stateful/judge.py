@@ -313,10 +313,10 @@ class Judge:
         self.oracle.claim_answered(call, jobs, known)
 
     def _apply_situation(self, name: str) -> None:
-        self.oracle.saw(name)
+        self.oracle.ledger.saw(name)
 
     def _apply_raised(self, call: str, at: int, quote: str) -> None:
-        self.oracle.answer_raised(call, at, quote)
+        self.oracle.ledger.answer_raised(call, at, quote)
 
     def _apply_external_effect(self, grant: int, key: str) -> None:
         self._taken = self.oracle.external_effect(self.grants[grant], key)
@@ -332,7 +332,7 @@ class Judge:
         hidden.judge(self.oracle, unknown)
 
     def _apply_effect_held_back(self, job_id: JobId) -> None:
-        self.oracle.held_back.add(job_id)
+        self.oracle.effects.held_back.add(job_id)
 
     def _apply_drained(self) -> None:
         self.oracle.drained()

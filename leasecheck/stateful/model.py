@@ -8,17 +8,18 @@ half-open intervals [granted, end).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 
-from leasecheck.stateful import effects
+from leasecheck.stateful import drain, releases
 from leasecheck.stateful import properties as P
-from leasecheck.stateful.contract import DONE, FAILED, Claim, JobId
+from leasecheck.stateful.contract import FAILED, Claim, JobId
 from leasecheck.stateful.hidden import Doubts
-from leasecheck.stateful.keys import KeyOwners
+from leasecheck.stateful.inflight import InFlight
+from leasecheck.stateful.ledger import Ledger
 from leasecheck.stateful.properties import Violation
+from leasecheck.stateful.receiver import Effects
 
 
 @dataclass(eq=False)
@@ -77,16 +78,6 @@ Observe = Callable[[JobId], str]
 
 
 @dataclass
-class Waiting:
-    """A late owner's refusal that waits for the claims in flight when it was answered."""
-
-    job_id: JobId
-    said: str
-    calls: set[int]
-    flag: Callable[[], None]
-
-
-@dataclass
 class Oracle:
     """Judges each answer of the queue against the properties.
 
@@ -103,73 +94,23 @@ class Oracle:
     """Judge single-completion from accepted answers (the effect runs outside the completion)."""
     observe: Observe | None = None
     jobs: dict[JobId, JobModel] = field(default_factory=dict)
-    violations: list[Violation] = field(default_factory=list)
-    deferred: list[Violation] = field(default_factory=list)
-    declared: list[str] = field(default_factory=list)
-    """Refusals the queue declares as its design (`revokes_expired`): said, not judged."""
-    unjudged: list[str] = field(default_factory=list)
-    """Answers that could not be judged without `state`."""
-    receiver: dict[str, JobId] = field(default_factory=dict)
-    raised: list[str] = field(default_factory=list)
-    """What the queue raised where no grant was at stake (a claim), for the story."""
-    situations: Counter[str] = field(default_factory=Counter)
-    """The dangerous situations judged so far (`stateful.coverage`): what was exercised."""
-    claims_in_flight: set[int] = field(default_factory=set)
-    """Claim calls sent and not answered yet (paused between statements, or blocked)."""
-    waiting: list[Waiting] = field(default_factory=list)
-    """Late owners refused while claims were in flight, judged once those have answered."""
+    ledger: Ledger = field(default_factory=Ledger)
+    """What it has said: verdicts, and what it could not judge (`stateful.ledger`)."""
+    in_flight: InFlight = field(default_factory=InFlight)
+    """Claims sent and not answered yet (`stateful.inflight`)."""
+    effects: Effects = field(init=False)
+    """The receiver, the keys and the effect rows (`stateful.receiver`)."""
     told: int = 0
     """Grants told so far."""
-    told_when_sent: dict[int, int] = field(default_factory=dict)
-    """For each claim call in flight, how many grants had been told when it was sent."""
     done_told: int = 0
     """Accepted completions told so far."""
-    done_when_sent: dict[int, int] = field(default_factory=dict)
-    """For each claim call in flight, how many accepted completions had been told then."""
-    lost_claims: int = 0
-    """Claim calls in flight whose answer was lost (connection gone, call cancelled):
-    each may have taken a job, and so used one of its attempts, unseen."""
-    keys: KeyOwners = field(default_factory=KeyOwners)
-    """Which job each idempotency key was first given for (`stateful.keys`)."""
-    effects_seen: dict[str, int] = field(default_factory=dict)
-    """Effect rows per job (its id as text) in the latest read of them (done-effect)."""
-    held_back: set[JobId] = field(default_factory=set)
-    """Jobs whose body's effect the machine held back: its claim had not committed."""
     shown: dict[JobId, str] = field(default_factory=dict)
     """What `state()` showed for each job after the drain (read once, for no-lost-jobs)."""
     doubts: Doubts = field(default_factory=Doubts)
     """Jobs a claim the harness cancelled may hold (no-hidden-claims, `stateful.hidden`)."""
 
-    def saw(self, situation: str) -> None:
-        """Count a situation (`stateful.coverage.SITUATIONS`) the example produced."""
-        self.situations[situation] += 1
-
-    def _flag(
-        self,
-        prop: str,
-        message: str,
-        *evidence: str,
-        jobs: tuple[str, ...] = (),
-        grants: tuple[str, ...] = (),
-    ) -> None:
-        """Record a violation; a deferred culprit on one of its jobs is reported first.
-
-        A stale completion that was accepted is deferred (it may yet show as a double
-        completion, the fuller story). If instead its job's next owner is then judged
-        wrongly treated, the stale writer broke the property first: its violation
-        leads, and the victim's follows as evidence of what it caused.
-        """
-        if prop != P.SINGLE_COMPLETION:
-            for culprit in [d for d in self.deferred if set(d.jobs) & set(jobs)]:
-                self.deferred.remove(culprit)
-                self.violations.append(culprit)
-        self.violations.append(Violation(prop, message, tuple(evidence), jobs, grants))
-
-    def answer_raised(self, call: str, at: int, quote: str) -> None:
-        """Note an exception the queue raised where no grant was at stake (a claim)."""
-        line = f"{call}() raised at t={at / 1e6:g}s: {quote}"
-        if line not in self.raised:
-            self.raised.append(line)
+    def __post_init__(self) -> None:
+        self.effects = Effects(self.ledger)
 
     def enqueued(self, job_id: JobId, label: str) -> None:
         self.jobs[job_id] = JobModel(label=label)
@@ -216,25 +157,29 @@ class Oracle:
         new = Grant(claim=claim, label=label, granted_at=at, lease_end=start + self.lease)
         new.seq, self.told = self.told, self.told + 1
         jobs = (job.label,)
-        since = self.told_when_sent.get(sent, new.seq) if sent is not None else new.seq
+        since = self.in_flight.told_when_sent.get(sent, new.seq) if sent is not None else new.seq
         meanwhile = [g for g in job.grants if g.seq >= since]
         earlier = [g for g in job.grants if g.seq < since]
         if meanwhile:
-            self.unjudged.append(
+            self.ledger.unjudged.append(
                 f"{label} answered after {', '.join(g.label for g in meanwhile)} of "
                 f"{job.label} was granted while its claim was in flight: which came first, "
                 "and so their token order, their leases against each other and which of "
                 "them owns the job, cannot be told"
             )
         if any(not g.released for g in job.grants):
-            self.saw("expired lease claimed again")
+            self.ledger.saw("expired lease claimed again")
         if self.max_attempts is not None and len(job.grants) + 1 >= self.max_attempts:
             at_cap = len(job.grants) + 1 == self.max_attempts
-            self.saw("claim at the attempt cap" if at_cap else "claim past the attempt cap tried")
-        done_since = self.done_when_sent.get(sent, self.done_told) if sent is not None else None
+            self.ledger.saw(
+                "claim at the attempt cap" if at_cap else "claim past the attempt cap tried"
+            )
+        done_since = (
+            self.in_flight.done_when_sent.get(sent, self.done_told) if sent is not None else None
+        )
         done_before = [g for g in job.completed_by if done_since is None or _done(g) < done_since]
         if done_before:
-            self._flag(
+            self.ledger.flag(
                 P.NO_LOST_JOBS,
                 f"{job.label} was handed out again ({label}) after the queue had accepted "
                 "its completion",
@@ -243,20 +188,20 @@ class Oracle:
                 grants=(label, *(g.label for g in done_before)),
             )
         elif job.finished:
-            self.unjudged.append(
+            self.ledger.unjudged.append(
                 f"{label} answered after the completion of "
                 f"{', '.join(g.label for g in job.completed_by)} was accepted while its claim "
                 "was in flight: it may have taken the job before that completion committed"
             )
         if claim.token in job.tokens:
-            self._flag(
+            self.ledger.flag(
                 P.FENCING,
                 f"{label} carries token {claim.token!r}, already handed out for {job.label}",
                 jobs=jobs,
                 grants=(label,),
             )
         elif self.ordered_tokens and earlier and not _greater(claim.token, earlier[-1].claim.token):
-            self._flag(
+            self.ledger.flag(
                 P.FENCING,
                 f"{label} carries token {claim.token!r}, not greater than "
                 f"{earlier[-1].claim.token!r} although the queue declares ordered tokens",
@@ -275,19 +220,23 @@ class Oracle:
                     f"{other.label} held a lease until t={held_until / 1e6:g}s"
                 )
                 flag = partial(
-                    self._flag, P.EXCLUSIVE_LEASE, said, jobs=jobs, grants=(label, other.label)
+                    self.ledger.flag,
+                    P.EXCLUSIVE_LEASE,
+                    said,
+                    jobs=jobs,
+                    grants=(label, other.label),
                 )
-                if not self._after_release(other, said, latest, flag):
+                if not releases.pending(self.ledger, other, said, latest, flag):
                     flag()
         if self.max_attempts is not None and len(job.grants) + 1 > self.max_attempts:
-            self._flag(
+            self.ledger.flag(
                 P.RETRY_CAP,
                 f"{job.label} claimed {len(job.grants) + 1} times; "
                 f"the queue promises at most {self.max_attempts}",
                 jobs=jobs,
                 grants=(label, *(g.label for g in job.grants)),
             )
-        self._note_key(job, key, label)
+        self.effects.note_key(job, key, label)
         job.grants.append(new)
         job.tokens.append(claim.token)
         # A grant told with none meanwhile came after every grant told before it: it owns
@@ -304,13 +253,13 @@ class Oracle:
         answer = "accepted" if accepted else "refused"
         if grant in job.unsure:
             others = ", ".join(g.label for g in job.unsure if g is not grant)
-            self.unjudged.append(
+            self.ledger.unjudged.append(
                 f"the {what} of {grant.label} was {answer}: whether it or {others} owns "
                 f"{job.label} cannot be told (their claims raced, one in flight)"
             )
             return True
         if job.unseen and grant is self.owner(job):
-            self.unjudged.append(
+            self.ledger.unjudged.append(
                 f"the {what} of {grant.label} was {answer}: a claim that lost its answer "
                 f"may have taken {job.label} since, so whether it still owns it cannot be told"
             )
@@ -328,11 +277,13 @@ class Oracle:
         job = self.job(grant.claim)
         how = f"refused (it raised {raised})" if raised else "refused"
         said = f"the {what} of {grant.label}, which owns {job.label}, was {how} at t={at / 1e6:g}s"
-        if self._after_release(grant, said, at, partial(self._refused, grant, what, at, raised)):
+        if releases.pending(
+            self.ledger, grant, said, at, partial(self._refused, grant, what, at, raised)
+        ):
             return
         refs = {"jobs": (job.label,), "grants": (grant.label,)}
         if grant.lease_end > at:
-            self._flag(
+            self.ledger.flag(
                 P.OWNER_PROGRESS,
                 said,
                 f"its lease ran until t={grant.lease_end / 1e6:g}s and nobody else was granted "
@@ -342,139 +293,59 @@ class Oracle:
             return
         late = f"{said}, after its lease ended at t={grant.lease_end / 1e6:g}s"
         if self.revokes_expired:
-            self.declared.append(f"{late}: the queue declares revokes_expired")
+            self.ledger.declared.append(f"{late}: the queue declares revokes_expired")
             return
         if self.observe is None:
-            self.unjudged.append(f"{late}: without state() it cannot be told from giving up")
+            self.ledger.unjudged.append(f"{late}: without state() it cannot be told from giving up")
             return
         status = self.observe(grant.claim.job_id)
         if status == FAILED and self.exhausted(job):
             return  # given up at its cap, as the queue's own table shows
         if status == FAILED and self.may_be_exhausted(job):
-            self.unjudged.append(f"{late}: {self._lost_attempts(job)}")
+            self.ledger.unjudged.append(f"{late}: {self.lost_attempts(job)}")
             return
 
         def flag() -> None:
             why = f"nobody else was granted {job.label}; the queue shows it {status}"
-            self._flag(P.LATE_OWNER, late, why, **refs)
+            self.ledger.flag(P.LATE_OWNER, late, why, **refs)
 
-        if self.claims_in_flight:
-            # A claim whose statement ran but whose answer has not come back (it waits
-            # between statements, or on a lock) may have taken the job already.
-            self.waiting.append(Waiting(grant.claim.job_id, late, set(self.claims_in_flight), flag))
-            return
-        flag()
+        # A claim whose statement ran but whose answer has not come back (it waits
+        # between statements, or on a lock) may have taken the job already.
+        if not self.in_flight.wait(grant.claim.job_id, late, flag):
+            flag()
 
     def releasing(self, grant: Grant, op: str, at: int) -> None:
-        """`grant`'s completion or failure report (`op`), sent at `at`, is in flight: it
-        may commit before it answers, so what rests on `grant` still holding the job
-        from `at` on waits for that answer."""
-        grant.releasing = at
-        self.saw("release in flight")
+        """`grant`'s completion or failure report (`op`), sent at `at`, is in flight
+        (`stateful.releases`)."""
+        releases.sent(grant, at)
+        self.ledger.saw("release in flight")
 
     def release_unknown(self, grant: Grant, op: str, at: int) -> None:
-        """`grant`'s completion or failure report (`op`), sent at `at`, lost its answer
-        (its session died or the harness ended it): it may have committed, so from `at`
-        on nothing rests on `grant` still holding the job."""
-        grant.releasing = None
-        if grant.released_unknown is None or at < grant.released_unknown:
-            grant.released_unknown = at
-        held, grant.held = grant.held, []
-        what = _RELEASES.get(op, op)
-        for said, _ in held:
-            self.unjudged.append(
-                f"{said}: the {what} of {grant.label} in flight then lost its answer, so "
-                "whether it had given the job back first cannot be told"
-            )
-
-    def _release_answered(self, grant: Grant, what: str, accepted: bool) -> None:
-        """Judge what waited for `grant`'s release in flight, now that it answered."""
-        if grant.releasing is None:
-            return
-        grant.releasing = None
-        held, grant.held = grant.held, []
-        for said, flag in held:
-            if accepted:
-                self.unjudged.append(
-                    f"{said}: the {what} of {grant.label} in flight then was accepted, so "
-                    "whether it had given the job back first cannot be told"
-                )
-            else:
-                flag()
-
-    def _after_release(self, grant: Grant, said: str, at: int, flag: Callable[[], None]) -> bool:
-        """Return whether the verdict `flag` on `grant` (what happened by `at`) cannot be
-        given now: a release of `grant` sent by then may have given the job back. It waits
-        for a release in flight; after one that lost its answer it is said, not judged."""
-        if grant.releasing is not None and grant.releasing <= at:
-            grant.held.append((said, flag))
-            return True
-        if grant.released_unknown is not None and grant.released_unknown <= at:
-            self.unjudged.append(
-                f"{said}: a completion or failure report of {grant.label} sent at "
-                f"t={grant.released_unknown / 1e6:g}s lost its answer, so whether it had "
-                "given the job back cannot be told"
-            )
-            return True
-        return False
+        """`grant`'s report (`op`), sent at `at`, lost its answer (`stateful.releases`)."""
+        releases.lost(self.ledger, grant, op, at)
 
     def claim_sent(self, call: int) -> None:
         """A claim call was sent and has not answered: late owners wait for its answer."""
-        self.claims_in_flight.add(call)
-        self.told_when_sent[call] = self.told
-        self.done_when_sent[call] = self.done_told
+        self.in_flight.sent(call, self.told, self.done_told)
 
     def claim_answered(self, call: int, jobs: list[JobId], known: bool) -> None:
-        """The claim call `call` answered, handing out `jobs` (`known`: its outcome is
-        known; a lost connection or a cancel leaves it unknown).
+        """The claim call `call` answered with `jobs` (`stateful.inflight`)."""
+        self.in_flight.answered(call, jobs, known, self.jobs, self.ledger)
 
-        A late owner refused while it was in flight was refused rightly if it handed
-        the job out again; if none of the claims in flight did, the refusal is judged.
-        """
-        self.claims_in_flight.discard(call)
-        self.told_when_sent.pop(call, None)
-        self.done_when_sent.pop(call, None)
-        if not known:
-            self.lost_claims += 1
-            for job in self.jobs.values():  # which job it took, if any, is unknown
-                job.unseen = not job.finished
-        for w in [w for w in self.waiting if call in w.calls]:
-            if not known:
-                self.waiting.remove(w)
-                self.unjudged.append(
-                    f"{w.said}: a claim in flight then lost its answer, so whether it had "
-                    "taken the job cannot be told"
-                )
-            elif w.job_id in jobs:
-                self.waiting.remove(w)  # handed out again by a claim sent before the refusal
-            else:
-                w.calls.discard(call)
-                if not w.calls:
-                    self.waiting.remove(w)
-                    w.flag()
+    def external_effect(self, grant: Grant, key: str) -> bool:
+        """Deliver an effect to the deduplicating receiver; return whether it took it."""
+        return self.effects.deliver(self.job(grant.claim), grant, key)
 
-    def _note_key(self, job: JobModel, key: str, by: str) -> None:
-        """Record an idempotency key of the job (carried by grant `by`); it must never
-        change between attempts, nor be another job's (`stateful.keys`)."""
-        shared = self.keys.note(key, job.label, by)
-        if self.keys.compared:
-            self.saw("idempotency keys of distinct jobs compared")
-        if shared is not None:
-            self._flag(
-                shared.prop,
-                shared.message,
-                *shared.evidence,
-                jobs=shared.jobs,
-                grants=shared.grants,
-            )
-        job.effect_keys.add(key)
-        if len(job.effect_keys) > 1:
-            self._flag(
-                P.UNIQUE_EFFECTS,
-                f"the idempotency key of {job.label} changed between attempts: "
-                f"{sorted(job.effect_keys)}",
-                jobs=(job.label,),
-            )
+    def effect_rows(
+        self, rows: Iterable[tuple[int, str, str, str]], refused: set[int], voided: set[int]
+    ) -> None:
+        """Judge the effect rows committed so far (the ground truth in the database)."""
+        labels = {str(k): m.label for k, m in self.jobs.items()}
+        self.effects.judge_rows(rows, refused, voided, labels)
+
+    def drained(self) -> None:
+        """Judge no-lost-jobs and done-effect, once healing and a full drain are over."""
+        drain.judge(self)
 
     def heartbeat(
         self,
@@ -503,7 +374,7 @@ class Oracle:
             else:
                 self._refused(grant, "heartbeat", at if answered is None else answered, raised)
         elif accepted:
-            self._flag(
+            self.ledger.flag(
                 P.FENCING,
                 f"the heartbeat of stale {grant.label} was accepted {_when(at, answered)}",
                 _why_stale(job, grant),
@@ -520,16 +391,16 @@ class Oracle:
         raised: str | None = None,
     ) -> None:
         """Judge a completion; a refusal when it was answered (see `heartbeat`)."""
-        self._release_answered(grant, "completion", accepted)
+        releases.answered(self.ledger, grant, "completion", accepted)
         job = self.job(grant.claim)
         unsure = self._unsure(job, grant, "completion", accepted)
         if not unsure:
             self._situation(job, grant, "completion", at, answered)
         if not accepted and not self.answers_complete:
-            self.saw("completion refused")  # atomic-rejection: judged from the rows alike
+            self.ledger.saw("completion refused")  # atomic-rejection: judged from the rows alike
         if unsure:
             if accepted and self.answers_complete and job.completed_by:
-                self._flag(  # two accepted completions, whoever owned the job
+                self.ledger.flag(  # two accepted completions, whoever owned the job
                     P.SINGLE_COMPLETION,
                     f"the queue accepted {len(job.completed_by) + 1} completions of {job.label}",
                     *(f"accepted: {g.label}" for g in [*job.completed_by, grant]),
@@ -548,7 +419,7 @@ class Oracle:
                 (grant.label, *_others(job, grant)),
             )
             if self.answers_complete and job.completed_by:
-                self._flag(
+                self.ledger.flag(
                     P.SINGLE_COMPLETION,
                     f"the queue accepted {len(job.completed_by) + 1} completions of {job.label}",
                     *(f"accepted: {g.label}" for g in [*job.completed_by, grant]),
@@ -558,7 +429,7 @@ class Oracle:
             else:
                 # Reported at the end of the example unless it led to a double completion,
                 # which single-completion then reports with the whole story.
-                self.deferred.append(stale)
+                self.ledger.deferred.append(stale)
         if accepted:
             grant.released = True
             grant.done, self.done_told = self.done_told, self.done_told + 1
@@ -573,7 +444,7 @@ class Oracle:
         raised: str | None = None,
     ) -> None:
         """Judge a failure report; a refusal when it was answered (see `heartbeat`)."""
-        self._release_answered(grant, "failure report", accepted)
+        releases.answered(self.ledger, grant, "failure report", accepted)
         job = self.job(grant.claim)
         if self._unsure(job, grant, "failure report", accepted):
             if accepted:
@@ -587,7 +458,7 @@ class Oracle:
                 where = at if answered is None else answered
                 self._refused(grant, "failure report", where, raised)
         elif accepted:
-            self._flag(
+            self.ledger.flag(
                 P.FENCING,
                 f"the failure report of stale {grant.label} was accepted {_when(at, answered)}",
                 _why_stale(job, grant),
@@ -600,71 +471,13 @@ class Oracle:
     ) -> None:
         """Count what kind of call of `grant` this was: stale, late or the owner's."""
         if grant is not self.owner(job):
-            self.saw(f"stale {what} sent")
+            self.ledger.saw(f"stale {what} sent")
         elif grant.lease_end <= at:
-            self.saw("late owner's call")
+            self.ledger.saw("late owner's call")
         else:
-            self.saw("owner's call refused or accepted")
+            self.ledger.saw("owner's call refused or accepted")
             if answered is not None and answered != at:
-                self.saw("owner's call answered after a wait")
-
-    def external_effect(self, grant: Grant, key: str) -> bool:
-        """Deliver an effect to the deduplicating receiver; return whether it took it."""
-        job = self.job(grant.claim)
-        if job.effects_accepted or key in self.receiver:
-            self.saw("effect sent for a job again")
-        self._note_key(job, key, grant.label)
-        if key in self.receiver:
-            return False
-        self.receiver[key] = grant.claim.job_id
-        job.effects_accepted += 1
-        if job.effects_accepted > 1:
-            self._flag(
-                P.UNIQUE_EFFECTS,
-                f"the receiver accepted {job.effects_accepted} effects "
-                f"for {job.label}; the last from {grant.label} with key {key!r}",
-                jobs=(job.label,),
-                grants=(grant.label,),
-            )
-        return True
-
-    def effect_rows(
-        self, rows: Iterable[tuple[int, str, str, str]], refused: set[int], voided: set[int]
-    ) -> None:
-        """Judge the effect rows committed so far (the ground truth in the database).
-
-        A row is written by the harness's effect inside a completion's transaction:
-        two rows for one job are two completions; a row of a call the queue refused,
-        or of one whose transaction rolled back, is an effect that should not be there.
-        """
-        by_job: dict[str, list[str]] = {}
-        writers: dict[str, list[str]] = {}
-        labels = {str(k): m.label for k, m in self.jobs.items()}
-        for call_id, job, token, worker in rows:
-            by_job.setdefault(job, []).append(
-                f"effect row: call {call_id}, {worker}, token {token}"
-            )
-            writers.setdefault(job, []).append(worker)
-            if call_id in refused or call_id in voided:
-                self._flag(
-                    P.ATOMIC_REJECTION,
-                    f"completion call {call_id} of {worker} was "
-                    f"{'rolled back' if call_id in voided else 'rejected'} "
-                    "but its effect committed",
-                    jobs=(labels.get(job, job),),
-                    grants=(worker,),
-                )
-        self.effects_seen = {job: len(evidence) for job, evidence in by_job.items()}
-        for job, evidence in by_job.items():
-            if len(evidence) > 1:
-                label = labels.get(job, job)
-                self._flag(
-                    P.SINGLE_COMPLETION,
-                    f"{label} completed {len(evidence)} times",
-                    *evidence,
-                    jobs=(label,),
-                    grants=tuple(reversed(writers[job])),
-                )
+                self.ledger.saw("owner's call answered after a wait")
 
     def exhausted(self, job: JobModel) -> bool:
         """Return whether the job used every attempt it was promised."""
@@ -675,73 +488,16 @@ class Oracle:
         attempts unseen."""
         if self.max_attempts is None:
             return False
-        return len(job.grants) + self.lost_claims >= self.max_attempts
+        return len(job.grants) + self.in_flight.lost >= self.max_attempts
 
-    def _lost_attempts(self, job: JobModel) -> str:
-        n = self.lost_claims
+    def lost_attempts(self, job: JobModel) -> str:
+        n = self.in_flight.lost
         return (
             f"the queue shows it failed for good after {len(job.grants)} claims seen of the "
             f"{self.max_attempts} it was promised, and {n} claim{'s' if n != 1 else ''} lost "
             f"{'their' if n != 1 else 'its'} answer, so whether its attempts were used up "
             "cannot be told"
         )
-
-    def drained(self) -> None:
-        """Judge no-lost-jobs, once healing and a full drain are over."""
-        for w in self.waiting:  # the teardown lets every call answer: not expected
-            self.unjudged.append(f"{w.said}: a claim in flight then never answered")
-        self.waiting.clear()
-        for job in self.jobs.values():
-            for g in job.grants:
-                for said, _ in g.held:
-                    self.unjudged.append(f"{said}: a release of {g.label} then never answered")
-                g.held.clear()
-        for job in self.jobs.values():
-            if len(job.grants) > 1:
-                self.saw("job recovered and drained")
-        lost = self.lost_jobs()
-        if lost:
-            self._flag(
-                P.NO_LOST_JOBS,
-                "after healing and a full drain, the queue shows jobs neither done once "
-                "nor failed for good",
-                *lost,
-                *self.raised[:3],
-                jobs=tuple(line.split(":")[0] for line in lost),
-            )
-        effects.judge(self)  # done-effect, from what state() showed just now
-
-    def lost_jobs(self) -> list[str]:
-        """Return the jobs the queue shows neither done once nor failed for good (after a drain).
-
-        Read from the queue's own `state`; the caller judges this only when it has one.
-        A job failed for good before its cap while claims lost their answers is neither:
-        it goes to `unjudged` (so `drained`, its one caller, says it once).
-        """
-        assert self.observe is not None, "no-lost-jobs needs the queue's state()"
-        lost = []
-        for job_id, job in self.jobs.items():
-            status = self.shown[job_id] = self.observe(job_id)
-            done = ", ".join(g.label for g in job.completed_by) or "nobody"
-            claims = f"{len(job.grants)} claims"
-            if status == DONE and len(job.completed_by) <= 1:
-                continue
-            if status == FAILED and not job.completed_by:
-                if self.max_attempts is None or self.exhausted(job):
-                    continue
-                if self.may_be_exhausted(job):
-                    self.unjudged.append(f"{job.label}: {self._lost_attempts(job)}")
-                    continue
-                lost.append(
-                    f"{job.label}: failed for good after {claims} of the {self.max_attempts} "
-                    "it was promised"
-                )
-                continue
-            lost.append(f"{job.label}: the queue shows it {status} ({claims}, completed by {done})")
-        return lost
-
-
-_RELEASES = {"complete": "completion", "fail": "failure report"}
 
 
 def _lease_end_as_of(grant: Grant, t: int) -> int:
