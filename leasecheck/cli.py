@@ -38,6 +38,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import pytest
+
 import leasecheck
 from leasecheck import explore, options, outdir, plugin
 from leasecheck.adapters.sqlfile_queue import SqlFileError, SqlFileQueue
@@ -169,7 +171,8 @@ def _server_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    """Run the property tests in a pytest of their own; return pytest's exit code."""
+    """Run the property tests in a pytest of their own; return its exit code (2 for pytest's
+    usage error, as for the command's own)."""
     env = dict(os.environ)
     project = _project_config(Path.cwd())
     spec = _queue(args, env, project)
@@ -196,7 +199,8 @@ def _check(args: argparse.Namespace) -> int:
         value = given[_dest(flags[0])]
         for one in value if attrs.get("action") == "append" else [value]:
             command.append(f"{flags[0]}={one}")  # the `=` form: never taken for a test path
-    return _run_pytest([*command, *args.pytest_args], env)
+    code = _run_pytest([*command, *args.pytest_args], env)
+    return 2 if code == pytest.ExitCode.USAGE_ERROR else code  # one code for usage errors
 
 
 def _queue(args: argparse.Namespace, env: dict[str, str], project: _Config | None) -> str | None:

@@ -426,9 +426,15 @@ def _shown(value: object) -> str:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Catch SIGINT and SIGTERM from the start of a run that names leasecheck's tests itself
-    (`--pyargs leasecheck.suite`, as `leasecheck check` runs them)."""
+    """In a run that names leasecheck's tests itself (`--pyargs leasecheck.suite`, as
+    `leasecheck check` runs them), import the queue at once and catch SIGINT and SIGTERM
+    from the start. Elsewhere the queue waits until the tests are collected."""
     config.pluginmanager.register(_Reports(config), f"leasecheck-reports-{id(config)}")
+    if SUITE in config.args and not hasattr(config, "workerinput"):
+        try:
+            _load_queue(config)  # told before any xdist worker starts, not after
+        except Unusable as exc:
+            raise pytest.UsageError(str(exc)) from None
     if SUITE in config.args and not config.getoption("collectonly"):
         dbplugin.catch_signals(config)
 

@@ -106,6 +106,15 @@ def test_the_wheel_holds_one_import_package(wheel: Path) -> None:
     assert names == {"leasecheck", f"{wheel.name.split('-py3')[0]}.dist-info"}
 
 
+def test_the_wheel_carries_its_licence(wheel: Path) -> None:
+    """The MIT text travels with every install, and the metadata names it."""
+    archive = zipfile.ZipFile(wheel)
+    (licence,) = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+    assert archive.read(licence).decode().startswith("MIT License")
+    (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+    assert "License-Expression: MIT" in archive.read(metadata).decode()
+
+
 def test_a_correct_queue_passes_with_xdist(venv: Path, project: Path, scratch: Path) -> None:
     """`pytest -n 2` in the queue's repository runs the properties (and its committed
     counterexample) against the queue its pyproject.toml names, and nothing else."""

@@ -215,6 +215,18 @@ def _files(root: Path) -> list[Path]:
 
 
 @pytest.mark.slow
+def test_a_misspelt_queue_is_told_before_any_worker_starts(project: Path, tmp_path: Path) -> None:
+    """`check` imports the queue before pytest-xdist brings up its workers, and the usage
+    error exits 2, as README says, with one line that says how to fix it."""
+    done = _leasecheck(project, tmp_path / "tmp", "check", "nosuchpkg.queue:Queue", "-n", "2")
+    assert done.returncode == 2, done.output
+    assert "bringing up nodes" not in done.output and "[gw0]" not in done.output, done.output
+    assert done.lines == [
+        "ERROR: leasecheck: --leasecheck-queue 'nosuchpkg.queue:Queue': no module named "
+        "'nosuchpkg'; check the spelling and that it is importable (installed, or on PYTHONPATH)"
+    ]
+
+
 def test_check_honours_leasecheck_dir_and_reports_a_failure_once(
     project: Path, tmp_path: Path, leasecheck_server_dsn: str
 ) -> None:

@@ -235,7 +235,10 @@ def load(spec: str) -> Queue:
     """Return the queue that `module:attr` names (a class, a factory, or an instance)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise ContractError(f"{spec!r} is not of the form module:attr (e.g. reference.queue:Queue)")
+        raise ContractError(
+            f"{spec!r} is not of the form module:attr "
+            "(e.g. leasecheck.reference.queue:ReferenceQueue)"
+        )
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
