@@ -4,7 +4,10 @@ Each property-run test item records the dangerous situations its examples produc
 (`stateful.coverage`) as a user property of its report, which xdist carries to the
 controller; this prints them added up, once per run, and only when leasecheck's
 property tests ran. A property that held without its situation ever occurring reads
-"holds, not exercised": a budget's silence is not a proof.
+"holds, not exercised": a budget's silence is not a proof. What leasecheck's own
+items skipped (a property the queue rules out or the run excused, no regressions to
+replay) is said here too, since an adopting repository's pytest shows skip reasons
+only under `-rs`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,32 @@ def summarise(reporter: Any) -> None:
         reporter.write_line(f"  {line}")
 
 
+def skipped(reporter: Any) -> list[str]:
+    """Return the reasons leasecheck's own items were skipped, once each, in run order."""
+    reasons: dict[str, None] = {}
+    for report in reporter.stats.get("skipped", []):
+        if "::test_leasecheck_" not in report.nodeid:
+            continue
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+        reasons[str(reason).removeprefix("Skipped: ")] = None
+    return [r for r in reasons if r]
+
+
+def say_skipped(reporter: Any) -> None:
+    """Print why leasecheck's items were skipped, unless pytest's own summary does (`-rs`)."""
+    chars = str(getattr(reporter, "reportchars", ""))
+    if "s" in chars or "a" in chars or "A" in chars:
+        return
+    reasons = skipped(reporter)
+    if not reasons:
+        return
+    reporter.write_sep("-", "leasecheck: not checked")
+    for reason in reasons:
+        reporter.write_line(f"  {reason}")
+
+
 def hook(terminalreporter: Any, config: pytest.Config) -> None:
     """The body of `pytest_terminal_summary` for the plugin."""
     summarise(terminalreporter)
+    say_skipped(terminalreporter)

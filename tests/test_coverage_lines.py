@@ -7,8 +7,11 @@ count and name again the ones at zero.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from leasecheck.stateful import coverage
 from leasecheck.stateful import properties as P
+from tests import child
 
 
 def test_a_situation_at_zero_is_named_under_a_property_that_was_exercised() -> None:
@@ -34,3 +37,37 @@ def test_every_situation_is_listed_under_each_property_it_tests() -> None:
     listed = "\n".join(coverage.summary(counts))
     for situation, props in coverage.SITUATIONS.items():
         assert listed.count(f"{situation} {counts[situation]}") >= len(props), situation
+
+
+def _adopted(tmp_path: Path, *args: str) -> child.Finished:
+    """Run leasecheck's not-checked items as an adopting repository's pytest would."""
+    (tmp_path / "test_suite.py").write_text("from leasecheck.suite import *  # noqa: F403\n")
+    argv = child.command(
+        "test_suite.py",
+        "--leasecheck-queue",
+        "leasecheck.reference.queue:ReferenceQueue",
+        "--leasecheck-excuse",
+        "fencing",
+        "-k",
+        "what_is_not_checked",
+        *args,
+        rootdir=tmp_path,
+    )
+    return child.run(argv, tmp_path / "tmp", cwd=tmp_path)
+
+
+def test_what_is_not_checked_is_said_without_rs(tmp_path: Path) -> None:
+    """pytest shows skip reasons only under `-rs`; leasecheck says its own at the end."""
+    done = _adopted(tmp_path)
+    assert done.returncode == 0, done.output
+    section = done.output.split("leasecheck: not checked", 1)
+    assert len(section) == 2, done.output
+    assert "  fencing: excused (--leasecheck-excuse)" in section[1].splitlines(), done.output
+
+
+def test_what_is_not_checked_is_said_once_under_rs(tmp_path: Path) -> None:
+    """Under `-rs` pytest's summary names each reason, and leasecheck adds nothing."""
+    done = _adopted(tmp_path, "-rs")
+    assert done.returncode == 0, done.output
+    assert "leasecheck: not checked" not in done.output, done.output
+    assert done.output.count("fencing: excused (--leasecheck-excuse)") == 1, done.output
