@@ -247,6 +247,8 @@ def test_check_honours_leasecheck_dir_and_reports_a_failure_once(
     assert (out / ".gitignore").read_text() == "*\n"
     (saved,) = out.glob("naive-single-completion-*.json")
     assert f"leasecheck: replay it with: leasecheck replay {saved}" in done.output
+    story = saved.with_suffix(".txt").read_text().splitlines()
+    assert story[0] == "[single-completion] job1 completed 2 times", story[:3]
     assert not (project / ".leasecheck").exists()
 
 

@@ -31,8 +31,8 @@ class Recorder:
     last: dict[str, Failure] = field(default_factory=dict)
 
     def write(self, directory: Path, queue: str, spec: str) -> list[Path]:
-        """Write each failure as JSON (program, history, the judge's facts), a text timeline
-        and an SVG.
+        """Write each failure as JSON (program, history, the judge's facts), its story as
+        text (the verdict, then the timeline) and an SVG.
 
         Files are named by queue, property and a hash of the program, so runs of two
         queues, or two different failures, never overwrite each other.
@@ -53,7 +53,8 @@ class Recorder:
                 "judge": failure.judged,
             }
             failure.history.write(paths[".json"], facts)
-            paths[".txt"].write_text(failure.timeline + "\n")
+            # the story as the run told it: the verdict first, then how it came about
+            paths[".txt"].write_text(f"{failure.violation}\n{failure.timeline}\n")
             # drawn from the file just written, as `leasecheck svg` redraws it: the
             # picture shows what the saved facts (and any key added to them) say
             paths[".svg"].write_text(draw(paths[".json"]), encoding="utf-8")
