@@ -32,8 +32,16 @@ def summarise(reporter: Any) -> None:
     if not runs:
         return
     total = coverage.merge(runs)
-    reporter.write_sep("-", "leasecheck: what the run exercised")
-    for line in coverage.summary(total):
+    cut = any(
+        isinstance(info := getattr(report, "leasecheck", None), dict)
+        and info.get("kind") == "contract"
+        for report in reporter.stats.get("failed", [])
+    )
+    title = "leasecheck: what the run exercised"
+    if cut:  # nothing holds: the queue broke the contract, so no verdict was reached
+        title += " until the contract error"
+    reporter.write_sep("-", title)
+    for line in coverage.summary(total, holds=not cut):
         reporter.write_line(f"  {line}")
 
 

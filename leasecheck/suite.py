@@ -109,9 +109,8 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
         run()
         return
     except ContractError as error:
-        # Not a verdict: nothing the queue did can be judged. The notes are the program
-        # that got there.
-        unusable: str | None = "\n".join([str(error), *getattr(error, "__notes__", ())])
+        # Not a verdict: nothing the queue did can be judged. The story is how it got there.
+        unusable: str | None = "\n".join(_contract_story(harness, error))
     except (PropertyViolated, BaseExceptionGroup) as error:
         violations = _violations(error)
         if violations is None:
@@ -134,6 +133,21 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
             *lines,
         ]
     pytest.fail("\n".join(lines), pytrace=False)  # outside `except`: no chained traceback
+
+
+def _contract_story(harness: Harness, error: ContractError) -> list[str]:
+    """Return the lines that tell how the queue came to break the contract: what it
+    answered, the timeline, and the program, in a violation's form (Hypothesis's notes
+    only if the example left no story)."""
+    if harness.broke_contract is None:
+        return [str(error), *getattr(error, "__notes__", ())]
+    timeline, program = harness.broke_contract
+    return [
+        str(error),
+        timeline,
+        f"Failing program, {len(program)} steps (as Hypothesis shrank it):",
+        *(str(step) for step in program),
+    ]
 
 
 def _told(harness: Harness, error: BaseException, shorter: dict[str, Minimized]) -> list[str]:

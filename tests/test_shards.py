@@ -149,8 +149,9 @@ def test_a_seeded_run_gives_each_shard_its_own_examples_and_replays(
 
 @pytest.mark.slow
 def test_a_contract_error_is_told_once_per_run(tmp_path: Path, leasecheck_server_dsn: str) -> None:
-    """Under xdist: the first shard to meet it tells it; the others that met it say so in
-    one line, and the shards not yet begun are not run."""
+    """Under xdist: the first shard to meet it tells it (its timeline and program, as a
+    violation's story); the others that met it say so in one line, the shards not yet
+    begun are not run, and the closing lines say no property holds."""
     (tmp_path / "broken.py").write_text(BROKEN)
     argv = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
@@ -168,6 +169,11 @@ def test_a_contract_error_is_told_once_per_run(tmp_path: Path, leasecheck_server
             assert "here too; told in full under shard-" in line or "not run:" in line, line
     assert "Traceback" not in done.output and "machine.py" not in done.output, done.output
     assert "not run: the queue broke the contract in shard-" in done.output
+    # told in a violation's form, and nothing said to hold
+    assert "timeline (simulated time" in done.output and "Failing program, " in done.output
+    assert "Failing test case" not in done.output and "LeaseMachine()" not in done.output
+    assert "leasecheck: what the run exercised until the contract error" in done.output
+    assert "holds, not exercised" not in done.output, done.output
 
 
 def test_space_form_values_that_name_paths_are_rewritten(tmp_path: Path) -> None:

@@ -75,6 +75,9 @@ class Harness:
     nothing), or to show what only that move reaches."""
     isolation: str = "read-committed"
     """The level of held transactions (`--leasecheck-isolation`, `stateful.isolation`)."""
+    broke_contract: tuple[str, tuple[Step, ...]] | None = None
+    """The timeline and program of the latest example in which the queue broke the
+    contract: its story, told in the form of a violation's."""
 
     def can_replan(self) -> bool:
         if self.replans is None:
@@ -177,12 +180,20 @@ class Core(Scheduler):
         """Mark the example broken if a step raises, so teardown does not judge it."""
         self.broken = True
         self.steps += 1
-        yield
+        try:
+            yield
+        except ContractError:
+            self._contract_broken()
+            raise
         self._settle()
         self._end_pauses()
         self.broken = False
         if self.priorities is not None:
             self.priorities.step()
+
+    def _contract_broken(self) -> None:
+        """Keep the example's story for the report: no verdict, but how it got there."""
+        self.h.broke_contract = (render(self.history, SECOND), tuple(self.program))
 
     def _end_pauses(self) -> None:
         """Let each call whose pause has lasted its steps go on, oldest pause first; a

@@ -73,18 +73,21 @@ def situations_of(prop: str) -> tuple[str, ...]:
     return tuple(s for s, props in SITUATIONS.items() if prop in props)
 
 
-def summary(counts: Mapping[str, int], judged: Iterable[str] = P.ALL) -> list[str]:
+def summary(
+    counts: Mapping[str, int], judged: Iterable[str] = P.ALL, *, holds: bool = True
+) -> list[str]:
     """Return, per property, how often it was exercised, then each of its situations.
 
     A property's count adds up its situations, so a sum can stand over one that never
     happened ("fencing: exercised 140 times" with no stale heartbeat ever sent): every
-    situation is listed with its own count, and those at zero are named again.
+    situation is listed with its own count, and those at zero are named again. Without
+    `holds` (a run the queue's contract error cut short) no property is said to hold.
     """
     exercised = per_property(counts)
     lines = []
     for prop in judged:
         n = exercised.get(prop, 0)
-        said = f"exercised {n} times" if n else "holds, not exercised"
+        said = f"exercised {n} times" if n else "holds, not exercised" if holds else "not exercised"
         lines.append(f"{prop}: {said}")
         own = situations_of(prop)
         met = [f"{s} {counts[s]}" for s in own if counts.get(s, 0)]

@@ -21,6 +21,7 @@ from psycopg import Connection
 from leasecheck.stateful import answers, replan
 from leasecheck.stateful.answers import Done, Outcome, Raised
 from leasecheck.stateful.calls import Calls
+from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.core import MAX_JOBS, seconds
 from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.priorities import Priorities
@@ -593,6 +594,9 @@ class Driver(Calls):
         try:
             if not self.broken and self.workers:
                 self._heal_and_drain()
+        except ContractError:
+            self._contract_broken()
+            raise
         finally:
             self._clean_up()
 
