@@ -107,6 +107,18 @@ def test_one_bar_per_claim_with_its_job(path: Path) -> None:
     assert sorted(bars) == sorted(_claims(raw))
     labels = sorted(e.text or "" for e in _classed(root, "job-label"))
     assert labels == sorted(f"{job}#{token}" for _, job, token in _claims(raw))
+    # readable where `paint-order` is ignored: the white halo is a copy drawn before the ink
+    assert "paint-order" not in ET.tostring(root, encoding="unicode")
+    order = [e for e in root.iter() if e.get("class") in ("job-halo", "job-label")]
+    pairs = list(zip(order[::2], order[1::2], strict=True))
+    assert pairs and all(
+        h.get("class") == "job-halo" and lab.get("class") == "job-label" for h, lab in pairs
+    )
+    assert all(
+        (h.text, h.get("x"), h.get("y")) == (lab.text, lab.get("x"), lab.get("y"))
+        and lab.get("stroke") is None
+        for h, lab in pairs
+    )
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
