@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 
 from leasecheck.stateful import timeline
+from leasecheck.stateful.claimtext import short_label
 from leasecheck.stateful.contract import Claim, as_claim
 from leasecheck.stateful.history import History
 from leasecheck.stateful.judge import Judge, Rules
@@ -601,3 +605,20 @@ def test_the_timeline_names_a_claim_by_its_job_and_token() -> None:
     [line] = [ln for ln in text.splitlines() if "_MyClaim" in ln]
     cell = line.split("|")[3]
     assert len(cell.strip()) <= 30 and cell.strip().endswith("…")
+
+
+@pytest.mark.parametrize(
+    ("token", "shown"),
+    [
+        (repr(datetime(2000, 1, 1, 0, 0, 30, tzinfo=UTC)), "job1#00:00:30"),
+        (repr(datetime(2000, 1, 1, 0, 1, 2, 5)), "job1#00:01:02.000005"),
+        (repr(UUID("0190a3b2-1234-7abc-8def-0123456789ab")), "job1#…456789ab"),
+        (repr(Decimal("3")), "job1#3"),
+        (2, "job1#2"),
+        ("a" * 40, "job1#aaaaaaaaaaa…"),
+    ],
+)
+def test_a_token_is_shown_short_and_readable(token: object, shown: str) -> None:
+    """A column names a claim by its token: a timestamp's repr cut to 12 characters read
+    `datetime.da…` for every claim, so it is shown by its time of day."""
+    assert short_label("job1", token) == shown

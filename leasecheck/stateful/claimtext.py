@@ -10,6 +10,7 @@ label and the token, never the repr, which would not fit a column.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,12 +47,30 @@ def saved_claim(value: object) -> SavedClaim | None:
     )
 
 
-def short_label(job: str, token: object) -> str:
-    """`job1#1`: the job's label and its token, a long token cut to fit a column."""
-    text = "?" if token is None else token_text(token)
-    if len(text) > TOKEN_CHARS:
+_DATETIME = re.compile(r"datetime\.datetime\(\d+, \d+, \d+, (\d+), (\d+)(?:, (\d+))?(?:, (\d+))?")
+_UUID = re.compile(r"UUID\('[0-9a-f-]*([0-9a-f]{8})'\)")
+_DECIMAL = re.compile(r"Decimal\('([^']*)'\)")
+
+
+def short_token(text: str) -> str:
+    """A token's repr as a column shows it: a timestamp by its time of day, a UUID by its
+    last 8 digits (a time-ordered one's first digits are the same for every claim), a
+    decimal by its digits; anything else longer than `TOKEN_CHARS` cut."""
+    if m := _DATETIME.match(text):
+        hour, minute, second, micro = (int(g) if g else 0 for g in m.groups())
+        text = f"{hour:02}:{minute:02}:{second:02}" + (f".{micro:06}" if micro else "")
+    elif m := _UUID.fullmatch(text):
+        text = "…" + m.group(1)
+    elif m := _DECIMAL.fullmatch(text):
+        text = m.group(1)
+    if len(text) > TOKEN_CHARS + 3:  # a time of day with microseconds fits
         text = text[: TOKEN_CHARS - 1] + "…"
-    return f"{job}#{text}"
+    return text
+
+
+def short_label(job: str, token: object) -> str:
+    """`job1#1`: the job's label and its token, shown short to fit a column."""
+    return f"{job}#{'?' if token is None else short_token(token_text(token))}"
 
 
 def job_labels(history: History) -> dict[str, str]:
