@@ -144,9 +144,11 @@ def bar(
         )
     # The halo is a copy of its own under the label, not `paint-order`, which many
     # converters (and older viewers) ignore, painting the white stroke over the text.
-    halo = {"size": 9, "font_weight": "bold", "fill": "white", "stroke": "white"}
-    svg.text(x0 + 2, y + 10.5, b.label, stroke_width=2.5, class_="job-halo", **halo)
-    svg.text(x0 + 2, y + 10.5, b.label, size=9, font_weight="bold", fill=INK, class_="job-label")
+    for cls, paint in (("job-halo", {"stroke": "white", "stroke_width": 2.5}), ("job-label", {})):
+        fill = "white" if paint else INK
+        svg.text(
+            x0 + 2, y + 10.5, b.label, size=9, font_weight="bold", fill=fill, class_=cls, **paint
+        )
 
 
 def tail_rect(svg: Svg, x0: float, x1: float, y: float, colour: str, tail: str, title: str) -> None:
