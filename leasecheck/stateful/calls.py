@@ -92,13 +92,14 @@ class Calls(Core):
             f"(token {claim.token!r}, lease until {seconds(began + LEASE)})"
         )
 
+    def _batch_claims(self) -> bool:
+        """Whether a worker may claim several jobs in one call (`claim_many`): the jobs
+        are then completed one at a time unless the queue completes in batches too."""
+        return self.caps.claim_many is not None and not self.caps.one_claim_per_worker
+
     def _batches(self) -> bool:
-        caps = self.caps
-        return (
-            caps.claim_many is not None
-            and caps.complete_many is not None
-            and not caps.one_claim_per_worker
-        )
+        """Whether the queue claims and completes in batches (`complete_many` too)."""
+        return self._batch_claims() and self.caps.complete_many is not None
 
     def _owns(self, h: Held) -> bool:
         """Return whether the judge holds `h`'s grant to be its job's owner now."""

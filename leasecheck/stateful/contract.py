@@ -197,10 +197,15 @@ def not_checked(queue: Queue) -> list[str]:
             "failed is not observed, a late owner refused at the cap is not judged, and "
             "neither are done-effect and no-hidden-claims (both read what state() shows)"
         )
-    if caps.claim_many is None or caps.complete_many is None or caps.one_claim_per_worker:
+    if caps.claim_many is None or caps.one_claim_per_worker:
         gaps.append(
-            f"batches: {queue.name} claims or completes one job per call; races inside a "
-            "batch (claim_many / complete_many) are not explored"
+            f"batches: {queue.name} claims one job per call; races inside a batch "
+            "(claim_many / complete_many) are not explored"
+        )
+    elif caps.complete_many is None:
+        gaps.append(
+            f"batches: {queue.name} claims in batches (claim_many) and completes one job per "
+            "call; races inside a batch completion (complete_many) are not explored"
         )
     if caps.revokes_expired:
         gaps.append(

@@ -526,7 +526,7 @@ class Driver(Calls):
         return bool(self._claimers()) and self.unfinished()
 
     def can_claim_batch(self) -> bool:
-        return self._batches() and self.can_claim()
+        return self._batch_claims() and self.can_claim()
 
     def can_complete_batch(self) -> bool:
         return self._batches() and bool(self._pairs("complete"))
