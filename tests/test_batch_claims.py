@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from psycopg import Connection
 
-from leasecheck.reference.queue import ReferenceQueue, check_lease, check_worker
+from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract
 from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.machine import Harness, LeaseMachine
@@ -22,21 +22,6 @@ from leasecheck.stateful.properties import PropertyViolated
 from tests.fixtures import derandomized, run_state_machine_as_test
 
 BUDGET = derandomized(100)
-
-LEASE_FIRST = """
-with next as (
-    select id from jobs
-     where status = 'queued'
-        or (status = 'running' and lease_until < now() and attempt < max_attempts)
-     order by id limit 1 for update skip locked
-)
-update jobs
-   set status = 'running', attempt = jobs.attempt + 1, locked_by = %(worker)s,
-       lease_until = now() + %(lease)s, claimed_at = now()
-  from next
- where jobs.id = next.id
-returning jobs.id, jobs.attempt
-"""
 
 PEEK_MORE = """
 select id, attempt from jobs
@@ -61,16 +46,14 @@ class PeekedBatch(BatchClaims):
     def claim_many(
         self, conn: Connection[Any], worker: str, lease: timedelta, n: int
     ) -> list[Claim]:
-        params = {"worker": check_worker(worker), "lease": check_lease(lease)}
         with conn.transaction():
-            first = conn.execute(LEASE_FIRST, params).fetchone()
+            first = self.claim(conn, worker, lease)  # the reference's one-job claim
             if first is None:
                 return []
-            more = conn.execute(PEEK_MORE, {"first": first[0], "more": n - 1}).fetchall()
-        rows = [first, *more]
-        return [
-            Claim(job_id=int(i), token=int(a) + (i != first[0]), worker=worker) for i, a in rows
-        ]
+            params = {"first": first.job_id, "more": n - 1}
+            more = conn.execute(PEEK_MORE, params).fetchall()
+        peeked = [Claim(job_id=int(i), token=int(a) + 1, worker=worker) for i, a in more]
+        return [first, *peeked]
 
 
 def test_batches_without_a_batch_completion_are_claimed(reference_pool: actors.Pool) -> None:
