@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,16 +173,22 @@ class Tables:
     them would skip what follows the second, and "no violation in scope" would not be
     true, so the rows (in heap order) are part of the state. Session state a queue
     keeps outside its tables (advisory locks, settings) is not, nor a table it creates
-    only later (a partition made on enqueue).
+    only later (a partition made on enqueue). Nor are the columns named in `ignored`: a
+    random id or a real-time stamp differs on every run of one program, and would keep
+    every state apart.
     """
 
-    def __init__(self, conn: Connection[Any]) -> None:
-        tables = [
-            sql.Identifier(schema, name) for schema, name in conn.execute(QUERIES["tables"].text)
-        ]
+    def __init__(self, conn: Connection[Any], ignored: Iterable[str] = ()) -> None:
+        tables = list(conn.execute(QUERIES["tables"].text))
         rows = sql.SQL(QUERIES["rows"].text)
         self.statement = sql.SQL("\nunion all\n").join(
-            sql.SQL("(") + rows.format(t) + sql.SQL(")") for t in tables
+            sql.SQL("(")
+            + rows.format(
+                table=sql.Identifier(schema, name),
+                ignored=sql.Literal(_left_out(schema, name, ignored)),
+            )
+            + sql.SQL(")")
+            for schema, name in tables
         )
         self.empty = not tables
 
@@ -191,6 +197,22 @@ class Tables:
         if self.empty:
             return ()
         return tuple(row[0] for row in conn.execute(self.statement))
+
+
+HARNESS_STAMPS = {("leasecheck", "clock_moves"): ["since"]}
+"""The harness's own real-time columns: when each clock move was made (the simulated
+instants it moved to stay in the state)."""
+
+
+def _left_out(schema: str, table: str, ignored: Iterable[str]) -> list[str]:
+    """Return the columns of `schema.table` left out of its digest: each NAME and each
+    TABLE.NAME of `ignored` that names this table, and the harness's real-time stamps."""
+    out = list(HARNESS_STAMPS.get((schema, table), []))
+    for name in ignored:
+        where, dot, column = name.rpartition(".")
+        if not dot or where in (table, f"{schema}.{table}"):
+            out.append(column)
+    return sorted(set(out))
 
 
 def fingerprint(d: Driver, tables: Tables | None = None) -> Hashable:
@@ -240,13 +262,16 @@ def _run(
     return state, offered
 
 
-def explore(harness: Harness, scope: Scope, budget: float = 60.0) -> Outcome:
-    """Search `scope` breadth first within `budget` seconds."""
+def explore(
+    harness: Harness, scope: Scope, budget: float = 60.0, ignored: Iterable[str] = ()
+) -> Outcome:
+    """Search `scope` breadth first within `budget` seconds; the columns named in
+    `ignored` are not part of a state (see `Tables`)."""
     started = time.monotonic()
     done = Outcome()
     seen: set[Hashable] = set()
     start = scope.start()
-    tables = Tables(harness.pool.monitor)
+    tables = Tables(harness.pool.monitor, ignored)
     try:
         _, offered = _run(harness, start, scope, tables)
     except PropertyViolated as error:
@@ -299,6 +324,15 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument("--preemptions", type=int, default=1)
     cmd.add_argument("--seconds", type=float, default=600.0, help="time budget (600)")
     cmd.add_argument(
+        "--ignore-column",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave this column (NAME in any table, or TABLE.NAME) out of a state: one that "
+        "holds a random id or a real-time stamp differs on every run, so no two states "
+        "would ever merge; repeat for each",
+    )
+    cmd.add_argument(
         "--leasecheck-isolation",
         dest="isolation",
         default=isolation.from_env(),
@@ -341,7 +375,7 @@ def command(args: Any) -> int:
             pool = actors.Pool(dsn)
             harness = Harness(queue=queue, pool=pool, spec=args.queue, isolation=args.isolation)
             try:
-                done = explore(harness, scope, args.seconds)
+                done = explore(harness, scope, args.seconds, args.ignore_column)
             finally:
                 pool.close()
     finally:
