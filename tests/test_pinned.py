@@ -11,7 +11,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from leasecheck.adapters import _pinned
-from leasecheck.adapters.pinned import PinnedConnection, PinnedPool, PoolClosed
+from leasecheck.adapters.pinned import NestedBorrow, PinnedConnection, PinnedPool, PoolClosed
 
 T = TypeVar("T")
 
@@ -179,6 +179,58 @@ def test_what_a_pinned_connection_cannot_do(table: psycopg.Connection[Any]) -> N
     _run(conn.set_autocommit(True))
     with pytest.raises(psycopg.ProgrammingError, match="autocommit=True"):
         _run(conn.set_autocommit(False))
+
+
+def test_stream_copy_and_pipeline_run_on_the_harness_connection(
+    table: psycopg.Connection[Any],
+) -> None:
+    """The faces psycopg's async connection has beyond execute: each on the one session."""
+    pool = PinnedPool(table)
+
+    async def use() -> tuple[list[Any], list[Any], int, list[Any]]:
+        async with pool.connection() as conn:
+            cur = conn.cursor()
+            streamed = [row async for row in cur.stream("select id from pinned_t order by id")]
+            async with cur.copy("copy pinned_t (id, v) from stdin") as copy:
+                await copy.write_row((4, "d"))
+                await copy.write_row((5, "e"))
+            copied = pool.last_rowcount
+            async with cur.copy("copy (select v from pinned_t order by id) to stdout") as out:
+                rows = [row async for row in out.rows()]
+            async with conn.pipeline() as pipeline:
+                await conn.execute("update pinned_t set v = 'z' where id = 1")
+                await pipeline.sync()
+                done = await conn.execute("select v, pg_backend_pid() from pinned_t where id = 1")
+            return streamed, rows, copied, [await done.fetchone()]
+
+    streamed, rows, copied, [(v, pid)] = _run(use())
+    assert streamed == [(1,), (2,), (3,)]
+    assert copied == 2 and rows == [("a",), ("b",), ("c",), ("d",), ("e",)]
+    assert v == "z" and pid == table.info.backend_pid
+
+
+def test_a_nested_borrow_shares_the_session_or_is_refused(table: psycopg.Connection[Any]) -> None:
+    """One session to lend: nested borrows share it (said in the docs), or, asked, raise."""
+
+    async def nested(pool: PinnedPool) -> list[int]:
+        async with pool.connection() as outer, pool.connection() as inner:
+            a = await (await outer.execute("select pg_backend_pid()")).fetchone()
+            b = await (await inner.execute("select pg_backend_pid()")).fetchone()
+            return [a[0], b[0]]
+
+    assert _run(nested(PinnedPool(table))) == [table.info.backend_pid] * 2
+    refusing = PinnedPool(table, nested="refuse")
+    with pytest.raises(NestedBorrow, match="lends one session, and it is lent"):
+        _run(nested(refusing))
+
+    async def one_after_another() -> None:
+        for _ in range(2):
+            async with refusing.connection() as conn:
+                await conn.execute("select 1")
+
+    _run(one_after_another())  # returned borrows are not nested
+    with pytest.raises(ValueError, match="give 'share' or 'refuse'"):
+        PinnedPool(table, nested="sometimes")
 
 
 def test_the_old_private_name_still_imports() -> None:

@@ -35,14 +35,22 @@ The API is psycopg_pool's `AsyncConnectionPool` where a library reads it, and st
   whether its UPDATE matched a row).
 
 `PinnedConnection` has `execute`, `cursor` (`row_factory` and psycopg's other
-arguments), `transaction`, `commit`, `rollback`, `autocommit`, `info`, `adapters`,
-`closed`, `broken` and `sync` (the harness's connection itself). `PinnedCursor` has
-`execute`, `executemany`, `fetchone`, `fetchmany`, `fetchall`, `async for`,
-`rowcount`, `statusmessage`, `description`, `nextset` and `close`. Each call runs at
-once on the sync connection: a statement that waits on a lock blocks the event loop,
-which is what the harness needs to see it waiting. `notifies()` raises
+arguments), `transaction`, `pipeline`, `commit`, `rollback`, `autocommit`, `info`,
+`adapters`, `closed`, `broken` and `sync` (the harness's connection itself).
+`PinnedCursor` has `execute`, `executemany`, `fetchone`, `fetchmany`, `fetchall`,
+`async for`, `stream`, `copy` (`write`, `write_row`, `read`, `read_row`, `rows`,
+`set_types`), `rowcount`, `statusmessage`, `description`, `nextset` and `close`. Each
+call runs at once on the sync connection: a statement that waits on a lock blocks the
+event loop, which is what the harness needs to see it waiting. `notifies()` raises
 `NotImplementedError`: LISTEN needs a connection of its own, which the harness does
 not give a worker.
+
+A real pool lends a second connection to a borrow nested inside another; this one has
+one session to lend, so by default a nested `pool.connection()` is that same session
+(the inner block's transaction is the outer's: its commit commits the outer's work
+too). A library that nests borrows for independent transactions is then not run as
+its users run it: `PinnedPool(conn, nested="refuse")` makes a nested borrow raise
+`NestedBorrow`, so an adapter author finds out at once.
 """
 
 from __future__ import annotations
@@ -52,13 +60,17 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
-from psycopg import Connection, Cursor
+from psycopg import Connection, Copy, Cursor, Pipeline
 
-__all__ = ["PinnedConnection", "PinnedCursor", "PinnedPool", "PoolClosed"]
+__all__ = ["NestedBorrow", "PinnedConnection", "PinnedCursor", "PinnedPool", "PoolClosed"]
 
 
 class PoolClosed(psycopg.OperationalError):
     """The pool was closed (`close()`) and lends no connection; psycopg_pool's error too."""
+
+
+class NestedBorrow(psycopg.OperationalError):
+    """A connection was borrowed while the pool's one was lent (`nested="refuse"`)."""
 
 
 class _Last:
@@ -115,6 +127,22 @@ class PinnedCursor:
     async def fetchall(self) -> list[Any]:
         return self._cursor.fetchall()
 
+    async def stream(
+        self, query: Any, params: Any = None, *, binary: bool | None = None
+    ) -> AsyncIterator[Any]:
+        """Rows as the server sends them, one at a time (psycopg's `stream`)."""
+        for row in self._cursor.stream(query, params, binary=binary):
+            yield row
+
+    @asynccontextmanager
+    async def copy(
+        self, statement: Any, params: Any = None, **kwargs: Any
+    ) -> AsyncIterator[PinnedCopy]:
+        """COPY FROM STDIN or TO STDOUT on the harness's connection (psycopg's `copy`)."""
+        with self._cursor.copy(statement, params, **kwargs) as copy:
+            yield PinnedCopy(copy)
+        self._last.saw(self._cursor)
+
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._rows()
 
@@ -130,6 +158,42 @@ class PinnedCursor:
 
     async def __aexit__(self, *exc: object) -> None:
         self._cursor.close()
+
+
+class PinnedCopy:
+    """An async face on one sync COPY of the harness's connection."""
+
+    def __init__(self, copy: Copy) -> None:
+        self._copy = copy
+
+    async def write(self, buffer: Any) -> None:
+        self._copy.write(buffer)
+
+    async def write_row(self, row: Any) -> None:
+        self._copy.write_row(row)
+
+    async def read(self) -> Any:
+        return self._copy.read()
+
+    async def read_row(self) -> Any:
+        return self._copy.read_row()
+
+    async def rows(self) -> AsyncIterator[Any]:
+        for row in self._copy.rows():
+            yield row
+
+    def set_types(self, types: Any) -> None:
+        self._copy.set_types(types)
+
+
+class PinnedPipeline:
+    """An async face on one sync pipeline of the harness's connection."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self._pipeline = pipeline
+
+    async def sync(self) -> None:
+        self._pipeline.sync()
 
 
 class PinnedConnection:
@@ -191,6 +255,13 @@ class PinnedConnection:
         with self._conn.transaction(savepoint_name, force_rollback) as tx:
             yield tx
 
+    @asynccontextmanager
+    async def pipeline(self) -> AsyncIterator[PinnedPipeline]:
+        """Pipeline mode on the harness's connection (psycopg's `pipeline`): each sync
+        still passes the harness's gates, so a pipelined call can be paused too."""
+        with self._conn.pipeline() as pipeline:
+            yield PinnedPipeline(pipeline)
+
     async def commit(self) -> None:
         self._conn.commit()
 
@@ -214,8 +285,18 @@ class PinnedPool:
     """psycopg_pool's `AsyncConnectionPool`, lending only the harness's connection."""
 
     def __init__(
-        self, conn: Connection[Any], *, kwargs: dict[str, Any] | None = None, name: str = "pinned"
+        self,
+        conn: Connection[Any],
+        *,
+        kwargs: dict[str, Any] | None = None,
+        name: str = "pinned",
+        nested: str = "share",
     ) -> None:
+        if nested not in ("share", "refuse"):
+            raise ValueError(f"nested={nested!r}: give 'share' or 'refuse'")
+        self.nested = nested
+        """What a borrow nested inside another gets: the same session, or `NestedBorrow`."""
+        self._out = 0
         self._last = _Last()
         self.conn = PinnedConnection(conn, self._last)
         self.name = name
@@ -283,15 +364,26 @@ class PinnedPool:
     async def getconn(self, timeout: float | None = None) -> PinnedConnection:
         if self._closed:
             raise PoolClosed(f"the pool {self.name!r} is closed")
+        if self._out and self.nested == "refuse":
+            raise NestedBorrow(
+                f"the pool {self.name!r} lends one session, and it is lent: a real pool "
+                "would lend a second connection here (see leasecheck.adapters.pinned)"
+            )
         self._lent += 1
+        self._out += 1
         return self.conn
 
     async def putconn(self, conn: PinnedConnection) -> None:
         """Taken back as it is: no commit, no rollback."""
+        self._out = max(0, self._out - 1)
 
     @asynccontextmanager
     async def connection(self, timeout: float | None = None) -> AsyncIterator[PinnedConnection]:
-        yield await self.getconn(timeout)
+        conn = await self.getconn(timeout)
+        try:
+            yield conn
+        finally:
+            await self.putconn(conn)
 
     async def __aenter__(self) -> PinnedPool:
         await self.open()
