@@ -333,15 +333,15 @@ def leasecheck_installed_dsn(leasecheck_database: str, leasecheck_queue: contrac
 class _Harness(Harness):
     """The harness, shown without its pool (whose DSN may hold a password), counting examples."""
 
-    counted: Callable[[], None] | None = None
+    counted: Callable[[str | None], None] | None = None
 
     def __repr__(self) -> str:
         return f"Harness(queue={self.queue.name!r}, spec={self.spec!r})"
 
     def reset(self) -> None:
         super().reset()
-        if self.counted is not None:
-            self.counted()  # the machine resets once after every example
+        if self.counted is not None:  # the machine resets once after every example
+            self.counted(next(iter(self.recorder.last), None))
 
 
 @pytest.fixture
@@ -372,6 +372,8 @@ def leasecheck_harness(
         yield harness
     finally:
         pool.close()
+        if shard is not None:
+            _progress(pytestconfig).idle()
 
 
 @pytest.fixture

@@ -181,10 +181,28 @@ class _Progress:
 
     config: pytest.Config
     examples: int = 0
+    """Examples Hypothesis generated: not those it ran to shrink a failure."""
+    shrinking: str | None = None
+    """The property whose failure this process's shard is shrinking, if it is."""
+    since: float = 0.0
+    """When that began (wall clock, as other processes read it)."""
     written: float = 0.0
 
-    def example(self) -> None:
-        self.examples += 1
+    def example(self, failing: str | None = None) -> None:
+        """An example ended; `failing` names the property of the first failure this
+        shard met, after which every example is Hypothesis shrinking it."""
+        if failing is None:
+            self.examples += 1
+        elif self.shrinking is None:
+            self.shrinking, self.since = failing, time.time()
+        self._maybe_flush()
+
+    def idle(self) -> None:
+        """The shard ended: nothing is being shrunk here any more."""
+        self.shrinking = None
+        self.flush()
+
+    def _maybe_flush(self) -> None:
         shared = dbplugin.run_dir(self.config)
         if shared is None or not hasattr(self.config, "workerinput"):
             return
@@ -193,13 +211,16 @@ class _Progress:
             self.written = now
             self.flush()
 
+    def state(self) -> dict[str, Any]:
+        return {"examples": self.examples, "shrinking": self.shrinking, "since": self.since}
+
     def flush(self) -> None:
         shared = dbplugin.run_dir(self.config)
         workerinput = getattr(self.config, "workerinput", None)
         if shared is not None and workerinput is not None:
             with contextlib.suppress(OSError):
                 path = shared / f"progress-{workerinput['workerid']}.json"
-                dbplugin.write_shared(path, {"examples": self.examples})
+                dbplugin.write_shared(path, self.state())
 
 
 _progress_key = pytest.StashKey[_Progress]()
@@ -250,18 +271,25 @@ class _RunState:
             if len(self.done) >= self.shards:
                 return
 
-    def examples(self, config: pytest.Config) -> int:
-        total = _progress(config).examples
+    def processes(self, config: pytest.Config) -> list[dict[str, Any]]:
+        """Return what each process has done: this one's, and each xdist worker's file."""
+        found = [_progress(config).state()]
         shared = dbplugin.run_dir(config)
         if shared is not None:
             for path in shared.glob("progress-*.json"):
-                with contextlib.suppress(OSError, ValueError):
-                    total += int(json.loads(path.read_text())["examples"])
-        return total
+                with contextlib.suppress(OSError, ValueError, TypeError):
+                    found.append(dict(json.loads(path.read_text())))
+        return found
+
+    def examples(self, config: pytest.Config) -> int:
+        return sum(int(p.get("examples", 0)) for p in self.processes(config))
 
     def line(self, config: pytest.Config) -> str:
+        """`leasecheck: 40 s: 1,200 examples generated, 3/8 shards done, ...`: examples
+        Hypothesis generated (not those it ran to shrink), and what is happening."""
         seconds = time.monotonic() - self.started
-        examples = f"{self.examples(config):,} examples run"
+        processes = self.processes(config)
+        examples = sum(int(p.get("examples", 0)) for p in processes)
         props = sorted({p for told in self.broken.values() for p in told.split(",")})
         found = (
             f"{len(self.broken)} violation{'s' if len(self.broken) != 1 else ''} so far "
@@ -269,9 +297,19 @@ class _RunState:
             if self.broken
             else "no violation so far"
         )
+        shrinking = [
+            (str(p["shrinking"]), float(p.get("since", 0))) for p in processes if p.get("shrinking")
+        ]
+        if shrinking:
+            names = sorted({prop for prop, _ in shrinking})
+            longest = time.time() - min(since for _, since in shrinking)
+            where = f" in {len(shrinking)} shards" if len(shrinking) > 1 else ""
+            found = f"shrinking a failure of {', '.join(names)}{where} ({longest:.0f} s)" + (
+                f"; {found}" if self.broken else ""
+            )
         return (
-            f"leasecheck: {seconds:.0f} s: {examples}, {len(self.done)}/{self.shards} "
-            f"shards done, {found}"
+            f"leasecheck: {seconds:.0f} s: {examples:,} examples generated, "
+            f"{len(self.done)}/{self.shards} shards done, {found}"
         )
 
     def finish(self) -> None:

@@ -123,7 +123,7 @@ def test_a_stopped_check_ends_cleanly_within_seconds(
     assert _left(scratch) == [], "the run left its server or files behind"
     if when == PROGRESS:
         (line,) = [line for line in run.lines if line.startswith(PROGRESS)]
-        assert "examples run, 0/8 shards done, no violation so far" in line, line
+        assert "examples generated, 0/8 shards done, no violation so far" in line, line
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")

@@ -213,5 +213,26 @@ def test_progress_lines_stop_once_every_shard_is_done(monkeypatch: pytest.Monkey
     state.thread.join(timeout=10)
     assert not state.thread.is_alive(), "progress lines went on after the last shard"
     assert "2/2 shards done" in Reporter.lines[-1]
-    assert all("examples run" in line for line in Reporter.lines)
+    assert all("examples generated" in line for line in Reporter.lines)
     state.finish()
+
+
+def test_the_progress_line_says_a_failure_is_being_shrunk() -> None:
+    """Examples Hypothesis runs to shrink a failure are not counted as generated, and the
+    line says what is happening instead of "no violation so far"."""
+
+    class Config:
+        stash = pytest.Stash()
+
+    config: Any = Config()
+    progress = reports._progress(config)
+    for _ in range(3):
+        progress.example()
+    progress.example("fencing")  # the first failure: from here on, shrinking
+    progress.example("fencing")
+    state = reports._RunState(shards=8, started=time.monotonic())
+    line = state.line(config)
+    assert "3 examples generated, 0/8 shards done, shrinking a failure of fencing (" in line
+    assert "no violation so far" not in line
+    progress.idle()
+    assert state.line(config).endswith("3 examples generated, 0/8 shards done, no violation so far")
