@@ -17,7 +17,9 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 _COMMON: dict[str, Any] = {
     "deadline": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much],
+    # Every health check is about how Hypothesis draws the programs, never about the
+    # queue: none may stop a user's run or print its advice into their CI log.
+    "suppress_health_check": list(HealthCheck),
     "verbosity": Verbosity.normal,
     "phases": (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
     # The blob's @reproduce_failure would point into site-packages; a failure file
