@@ -14,6 +14,7 @@ broke the contract.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ from leasecheck.reports import (
     _run,
     _run_key,
     pytest_runtest_makereport,  # noqa: F401  (a hook)
+    told_elsewhere,
 )
 from leasecheck.stateful import actors, clock, contract, probe, profiles, properties
 from leasecheck.stateful.machine import Harness
@@ -331,17 +333,31 @@ def leasecheck_installed_dsn(leasecheck_database: str, leasecheck_queue: contrac
 
 @dataclass(repr=False)
 class _Harness(Harness):
-    """The harness, shown without its pool (whose DSN may hold a password), counting examples."""
+    """The harness, shown without its pool (whose DSN may hold a password), counting
+    examples, and leaving to the shard that told it a failure another shard shrinks too."""
 
-    counted: Callable[[str | None], None] | None = None
+    counted: Callable[[bool, str | None], None] | None = None
+    """Told after each example: whether Hypothesis generated it (not shrinking), and the
+    property of the failure being shrunk, if one is."""
+    told: Callable[[], dict[str, str]] | None = None
+    """The properties other shards of the run have told a failure of (and which shard)."""
+    failing: str | None = None
 
     def __repr__(self) -> str:
         return f"Harness(queue={self.queue.name!r}, spec={self.spec!r})"
 
     def reset(self) -> None:
         super().reset()
+        before, self.failing = self.failing, next(iter(self.recorder.last), None)
         if self.counted is not None:  # the machine resets once after every example
-            self.counted(next(iter(self.recorder.last), None))
+            self.counted(before is None, self.failing)
+        if self.told is not None and self.failing is not None:
+            elsewhere = self.told()
+            if self.failing in elsewhere:
+                pytest.skip(
+                    f"leasecheck: stopped shrinking its {self.failing} failure: "
+                    f"{elsewhere[self.failing]} told that property's failure in full"
+                )
 
 
 @pytest.fixture
@@ -368,6 +384,7 @@ def leasecheck_harness(
     harness.reset()
     if shard is not None:
         harness.counted = _progress(pytestconfig).example
+        harness.told = functools.partial(told_elsewhere, pytestconfig)
     try:
         yield harness
     finally:

@@ -142,10 +142,40 @@ def pytest_runtest_makereport(
     report.leasecheck = info  # type: ignore[attr-defined]
     if kind == _CONTRACT:
         _remember_contract_error(item.config, item.name, text.splitlines()[0])
+    if kind == _VIOLATION and "NOT A VERDICT" not in text:
+        _remember_broken(item.config, item.name, _told(text))
     return report
 
 
 _contract_key = pytest.StashKey[dict[str, str]]()
+_broken_key = pytest.StashKey[dict[str, str]]()
+
+
+def _remember_broken(config: pytest.Config, test: str, props: list[str]) -> None:
+    """Leave word that a shard told a failure of each of `props` in full, so the other
+    shards stop spending on them (`told_elsewhere`)."""
+    shard = test.split("[")[-1].rstrip("]")
+    mine = config.stash.setdefault(_broken_key, {})
+    shared = dbplugin.run_dir(config)
+    for prop in props:
+        mine.setdefault(prop, shard)
+        if shared is not None and not (shared / f"broken-{prop}.json").exists():
+            with contextlib.suppress(OSError):
+                dbplugin.write_shared(shared / f"broken-{prop}.json", {"shard": shard})
+
+
+def told_elsewhere(config: pytest.Config) -> dict[str, str]:
+    """Return each property a shard of this run has told a failure of, and that shard."""
+    mine: dict[str, str] = config.stash.get(_broken_key, {})
+    found = dict(mine)
+    shared = dbplugin.run_dir(config)
+    if shared is not None:
+        for path in shared.glob("broken-*.json"):
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                found.setdefault(
+                    path.stem.removeprefix("broken-"), json.loads(path.read_text())["shard"]
+                )
+    return found
 
 
 def _remember_contract_error(config: pytest.Config, test: str, line: str) -> None:
@@ -188,12 +218,11 @@ class _Progress:
     """When that began (wall clock, as other processes read it)."""
     written: float = 0.0
 
-    def example(self, failing: str | None = None) -> None:
-        """An example ended; `failing` names the property of the first failure this
-        shard met, after which every example is Hypothesis shrinking it."""
-        if failing is None:
-            self.examples += 1
-        elif self.shrinking is None:
+    def example(self, generated: bool = True, failing: str | None = None) -> None:
+        """An example ended: one Hypothesis `generated`, or one of its shrinking; `failing`
+        names the property of the first failure this shard met (then it shrinks it)."""
+        self.examples += generated
+        if failing is not None and self.shrinking is None:
             self.shrinking, self.since = failing, time.time()
         self._maybe_flush()
 

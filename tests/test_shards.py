@@ -176,6 +176,26 @@ def test_a_contract_error_is_told_once_per_run(tmp_path: Path, leasecheck_server
     assert "holds, not exercised" not in done.output, done.output
 
 
+def test_a_failure_told_in_full_is_not_shrunk_again(
+    tmp_path: Path, leasecheck_server_dsn: str
+) -> None:
+    """Every shard meets naive's double completion; once one has told it in full, the
+    others stop shrinking theirs (they said "the same failure as shard-1-of-8" only after
+    shrinking it on their own)."""
+    argv = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
+        "--pyargs", "leasecheck.suite", "--leasecheck-queue=mutants.naive:Naive",
+        "--leasecheck-profile=dev", f"--leasecheck-pg-dsn={leasecheck_server_dsn}",
+        "-n", "0", "-k", "properties", f"--leasecheck-dir={tmp_path / 'out'}",
+    ]  # fmt: skip
+    done = child.run(argv, tmp_path / "tmp", cwd=child.REPO, timeout=300)
+    assert done.returncode == 1, done.output
+    assert "1 failed, 7 skipped" in done.lines[-1], done.output
+    stopped = "stopped shrinking its single-completion failure: shard-1-of-8 told"
+    assert "SKIPPED [7] " in done.output and stopped in done.output, done.output
+    assert "the same failure as" not in done.output, done.output
+
+
 def test_space_form_values_that_name_paths_are_rewritten(tmp_path: Path) -> None:
     names = set(options.option_names())
     there = str(tmp_path)
@@ -228,11 +248,11 @@ def test_the_progress_line_says_a_failure_is_being_shrunk() -> None:
     progress = reports._progress(config)
     for _ in range(3):
         progress.example()
-    progress.example("fencing")  # the first failure: from here on, shrinking
-    progress.example("fencing")
+    progress.example(True, "fencing")  # the first failure, generated: then shrinking
+    progress.example(False, "fencing")
     state = reports._RunState(shards=8, started=time.monotonic())
     line = state.line(config)
-    assert "3 examples generated, 0/8 shards done, shrinking a failure of fencing (" in line
+    assert "4 examples generated, 0/8 shards done, shrinking a failure of fencing (" in line
     assert "no violation so far" not in line
     progress.idle()
-    assert state.line(config).endswith("3 examples generated, 0/8 shards done, no violation so far")
+    assert state.line(config).endswith("4 examples generated, 0/8 shards done, no violation so far")
