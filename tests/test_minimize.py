@@ -53,7 +53,9 @@ def test_the_steps_a_failure_does_not_need_are_deleted(reference_pool: actors.Po
     (done,) = minimize.minimize_all(harness)
     assert (done.prop, done.before, done.after) == (FENCING, len(PADDED), len(NEEDED))
     assert list(harness.recorder.last[FENCING].program) == NEEDED
-    assert "state.asleep(how=Stall(worker=0, alone=True, then='nothing'))" in done.story
+    # worker=0 picks among the workers that could stall then: the story names it, w1
+    assert "state.asleep(how=Stall(worker=0, alone=True, then='nothing'))  # w1" in done.story
+    assert "t=1e-06s w1 stalls past 30s" in done.story
     assert _found(_harness(reference_pool), NEEDED) == FENCING  # the shorter one replays
 
 

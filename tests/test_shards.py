@@ -196,6 +196,32 @@ def test_a_failure_told_in_full_is_not_shrunk_again(
     assert "the same failure as" not in done.output, done.output
 
 
+def test_two_shards_that_shrank_one_failure_at_once_tell_it_once() -> None:
+    """Shards that shrank the same failure side by side (neither knew the other had) are
+    told once: the second report names the first shard's, in one line."""
+
+    class Config:
+        stash = pytest.Stash()
+
+    config: Any = Config()
+    reports._run(config).start(config, 0)
+    told = reports._Reports(config)
+    info = {"kind": "violation", "key": "f.json", "line": "[fencing] x", "props": ["fencing"]}
+    first, second = (
+        pytest.TestReport(
+            f"suite.py::test_leasecheck_properties[shard-{n}-of-8]", ("", 0, ""), {}, "failed",
+            "story in full", "call",
+        )
+        for n in (1, 2)
+    )  # fmt: skip
+    for report in (first, second):
+        report.leasecheck = info  # type: ignore[attr-defined]
+        told.pytest_runtest_logreport(report)
+    assert first.longrepr == "story in full"
+    said = "[fencing] x: the same failure as shard-1-of-8, told in full there (f.json)"
+    assert second.longrepr == said
+
+
 def test_space_form_values_that_name_paths_are_rewritten(tmp_path: Path) -> None:
     names = set(options.option_names())
     there = str(tmp_path)

@@ -172,6 +172,9 @@ class Core(Scheduler):
         """With a priority schedule (`stateful.priorities`), who makes a worker's own moves."""
         self.looked = 0
         """History lines already scanned for claims that answered (no-hidden-claims)."""
+        self.picked: list[str] = []
+        """Whom the step's picks fell on (a worker, or a worker's claim), in order: a
+        program's `worker=0` indexes the workers that could act then, not `w0`."""
 
     # ----------------------------------------------------------------- plumbing
 
@@ -180,6 +183,7 @@ class Core(Scheduler):
         """Mark the example broken if a step raises, so teardown does not judge it."""
         self.broken = True
         self.steps += 1
+        self.picked = []
         try:
             yield
         except ContractError:
@@ -378,7 +382,9 @@ class Core(Scheduler):
         if self.priorities is not None:
             top = self.priorities.top([_slot(w) for w, _ in pairs])
             pairs = [(w, h) for w, h in pairs if _slot(w) == top]
-        return pairs[pick % len(pairs)]
+        w, h = pairs[pick % len(pairs)]
+        self.picked.append(h.label)
+        return w, h
 
     def _claimers(self) -> list[Worker]:
         """Return the workers that may claim now (one job at a time, if the queue says so)."""
@@ -392,7 +398,9 @@ class Core(Scheduler):
 
     def _pick(self, workers: list[Worker], pick: int) -> Worker:
         """Return the worker a fault (or a stall) falls on: always the drawn one."""
-        return workers[pick % len(workers)]
+        w = workers[pick % len(workers)]
+        self.picked.append(w.name)
+        return w
 
     def _pick_own(self, workers: list[Worker], pick: int) -> Worker:
         """Return the worker that makes its own move: the drawn one, or under a priority
@@ -400,7 +408,9 @@ class Core(Scheduler):
         if self.priorities is None:
             return self._pick(workers, pick)
         top = self.priorities.top([_slot(w) for w in workers])
-        return next(w for w in workers if _slot(w) == top)
+        w = next(w for w in workers if _slot(w) == top)
+        self.picked.append(w.name)
+        return w
 
     def _lease_ends(self) -> list[int]:
         return sorted(

@@ -72,7 +72,7 @@ def replay(
     """Run `steps` on a fresh machine; a broken property raises its PropertyViolated.
 
     With `say`, the story is told to it as a failing example's is printed: each step's
-    lines, then the step itself.
+    lines, then the step itself, with the workers (or claims) its picks fell on.
     """
     rules = [_rule(step.rule) for step in steps]  # an unknown rule fails before any SQL
     machine = REPLAYER(harness)
@@ -86,8 +86,9 @@ def replay(
                 continue
             getattr(machine, step.rule)(**step.args)
             done.ran.append(step)
-            if say is not None:
-                say(str(step))
+            if say is not None:  # and whom its picks fell on, as the story names them
+                picked = ", ".join(dict.fromkeys(machine.d.picked))
+                say(f"{step}  # {picked}" if picked else str(step))
             machine.every_property_holds()
     finally:
         machine.teardown()
