@@ -130,23 +130,27 @@ def run_once(
 
 def _read_junit(path: Path) -> tuple[str, list[str]]:
     """Return the machine test's outcome ('passed', or 'failure: first line') and the gaps."""
-    outcome = ""
+    outcomes: dict[str, str] = {}
     gaps = []
     for case in ET.parse(path).iter("testcase"):
         name = case.get("name", "")
         children = list(case)
         if name.startswith(MACHINE):
-            outcome = outcome or "passed"
+            outcomes.setdefault("passed", "passed")
             for child in children:
-                if child.tag in ("failure", "error", "skipped") and outcome == "passed":
+                if child.tag in ("failure", "error", "skipped") and child.tag not in outcomes:
                     first = (child.get("message") or child.text or "").strip().splitlines()
-                    outcome = f"{child.tag}: {first[0] if first else '(no message)'}"
-                    break
+                    outcomes[child.tag] = f"{child.tag}: {first[0] if first else '(no message)'}"
         elif name.startswith(GAPS):
             gap = name.removeprefix(GAPS).removesuffix("]")
             messages = [c.get("message", "") for c in children if c.tag == "skipped"]
             gaps += [m for m in messages if m.startswith(f"{gap}: ")]
-    return outcome, gaps
+    # A failure outranks a skip: a shard that stopped shrinking a failure another shard
+    # told in full is skipped, and may be written before the failure it defers to.
+    for kind in ("failure", "error", "skipped", "passed"):
+        if kind in outcomes:
+            return outcomes[kind], gaps
+    return "", gaps
 
 
 def read_exercised(path: Path) -> dict[str, int] | None:

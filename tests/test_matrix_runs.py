@@ -222,3 +222,23 @@ def test_a_run_that_errors_records_no_counts(leasecheck_server_dsn: str, tmp_pat
     verdicts = runs.judge(PYTHON, broken, REPO, leasecheck_server_dsn, tmp_path, "dev", 120)
     assert verdicts.error is not None and "nowhere" in verdicts.error, verdicts
     assert verdicts.exercised is None
+
+
+def test_a_failure_outranks_a_shard_that_stopped_for_it(tmp_path: Path) -> None:
+    """A shard that stopped shrinking a failure another shard told is skipped, and xdist
+    may write it first: the run's outcome is still the failure, not an error cell."""
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        "<testsuites><testsuite>"
+        '<testcase name="test_leasecheck_properties[shard-2-of-8]"><skipped message="'
+        "leasecheck: stopped shrinking its fencing failure: shard-1-of-8 told that "
+        "property's failure in full\"/></testcase>"
+        '<testcase name="test_leasecheck_properties[shard-1-of-8]">'
+        '<failure message="[fencing] the completion of stale w0:job1#1 was accepted"/>'
+        "</testcase>"
+        '<testcase name="test_leasecheck_properties[shard-3-of-8]"/>'
+        "</testsuite></testsuites>"
+    )
+    outcome, gaps = runs._read_junit(junit)
+    assert outcome == "failure: [fencing] the completion of stale w0:job1#1 was accepted"
+    assert gaps == []
