@@ -119,8 +119,9 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
     if unusable is not None:
         pytest.fail(f"leasecheck: contract error: {unusable}", pytrace=False)
     shorter = {m.prop: m for m in minimize.minimize_all(harness) if m.after < m.before}
-    lines = [line for e in broken for line in _told(harness, e, shorter)]
-    gone = confirm.unconfirmed(harness)
+    stories: dict[str, tuple[str, ...]] = {}
+    gone = confirm.unconfirmed(harness, stories)
+    lines = [line for e in broken for line in _told(harness, e, shorter, stories)]
     written = harness.recorder.write(out, harness.queue.name, harness.spec)
     for path in (p for p in written if p.suffix == ".json"):
         lines += [f"leasecheck: saved {path} (and .txt, .svg beside it)"]
@@ -150,10 +151,25 @@ def _contract_story(harness: Harness, error: ContractError) -> list[str]:
     ]
 
 
-def _told(harness: Harness, error: BaseException, shorter: dict[str, Minimized]) -> list[str]:
-    """Return the lines that tell one broken property: Hypothesis's story of its program,
-    or, when deleting steps found a shorter one, the shorter program's."""
+def _told(
+    harness: Harness,
+    error: BaseException,
+    shorter: dict[str, Minimized],
+    stories: dict[str, tuple[str, ...]],
+) -> list[str]:
+    """Return the lines that tell one broken property: the verdict, its timeline, and the
+    program step by step as its confirming replay told it (or, when deleting steps found
+    a shorter one, the shorter program's). Hypothesis's own notes only for a failure that
+    neither replay told (one that did not come back on fresh sessions)."""
     prop = error.violation.prop if isinstance(error, PropertyViolated) else None
+    if prop is not None and prop not in shorter and prop in stories:
+        failure = harness.recorder.last[prop]
+        return [
+            f"{failure.violation}\n{failure.timeline}",
+            f"Failing program, {len(failure.program)} steps (as Hypothesis shrank it; no "
+            "step could be deleted):",
+            *stories[prop],
+        ]
     if prop not in shorter:
         return [str(error), *getattr(error, "__notes__", ())]
     done, failure = shorter[prop], harness.recorder.last[prop]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 import mutants
+from leasecheck import suite
 from leasecheck.stateful import actors, contract, minimize, replay
 from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.moves import Stall, Take
@@ -102,3 +104,20 @@ def test_a_stuck_replay_ends_the_pass(
     monkeypatch.setattr(replay, "replay", stuck)
     (done,) = minimize.minimize_all(harness)
     assert (made, done.replays, done.after) == ([1], 1, len(PADDED))
+
+
+def test_a_story_with_nothing_to_delete_is_told_in_the_same_form(
+    reference_pool: actors.Pool, tmp_path: Path
+) -> None:
+    """A program no step of which can go is told as a shortened one is (the verdict, the
+    timeline, the program step by step with whom each picked), not in Hypothesis's raw
+    notes."""
+    harness = _harness(reference_pool)
+    with pytest.raises(pytest.fail.Exception) as failed:
+        suite._reporting_failures(harness, tmp_path, lambda: replay.replay(harness, NEEDED))
+    story = str(failed.value.msg).splitlines()
+    assert story[0].startswith("[fencing] ")
+    said = "Failing program, 5 steps (as Hypothesis shrank it; no step could be deleted):"
+    assert said in story and "timeline (simulated time; one lane per worker):" in story
+    assert "state.claim(how=Take(worker=1, held=False))  # w1" in story
+    assert not any(line.startswith("Failing test case") for line in story)

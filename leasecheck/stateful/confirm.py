@@ -13,17 +13,21 @@ from leasecheck.stateful.core import Harness
 from leasecheck.stateful.properties import PropertyViolated
 
 
-def unconfirmed(harness: Harness) -> list[str]:
-    """Replay each recorded failure on fresh sessions; return the properties that held."""
+def unconfirmed(harness: Harness, stories: dict[str, tuple[str, ...]] | None = None) -> list[str]:
+    """Replay each recorded failure on fresh sessions; return the properties that held.
+    With `stories`, each confirmed replay's story (its lines, step by step) goes there."""
     gone = []
     for prop, failure in harness.recorder.last.items():
         pool = actors.Pool(harness.pool.dsn)
         fresh = Harness(queue=harness.queue, pool=pool, excused=harness.excused)
+        story: list[str] = []
         try:
             fresh.reset()
-            replay.replay(fresh, list(failure.program))
+            replay.replay(fresh, list(failure.program), say=story.append)
         except PropertyViolated as error:
             if error.violation.prop == prop:
+                if stories is not None:
+                    stories[prop] = tuple(story)
                 continue
         finally:
             pool.close()
