@@ -310,9 +310,6 @@ class _RunState:
                     found.append(dict(json.loads(path.read_text())))
         return found
 
-    def examples(self, config: pytest.Config) -> int:
-        return sum(int(p.get("examples", 0)) for p in self.processes(config))
-
     def line(self, config: pytest.Config) -> str:
         """`leasecheck: 40 s: 1,200 examples generated, 3/8 shards done, ...`: examples
         Hypothesis generated (not those it ran to shrink), and what is happening."""
