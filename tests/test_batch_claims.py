@@ -34,7 +34,7 @@ class BatchClaims(ReferenceQueue):
     """The reference, claiming in batches and completing one job per call."""
 
     name = "batch-claims"
-    complete_many = None
+    complete_many = None  # type: ignore[assignment]  # absent, as the contract reads None
 
 
 class PeekedBatch(BatchClaims):

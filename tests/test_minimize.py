@@ -113,8 +113,12 @@ def test_a_story_with_nothing_to_delete_is_told_in_the_same_form(
     timeline, the program step by step with whom each picked), not in Hypothesis's raw
     notes."""
     harness = _harness(reference_pool)
+
+    def run() -> None:
+        replay.replay(harness, NEEDED)
+
     with pytest.raises(pytest.fail.Exception) as failed:
-        suite._reporting_failures(harness, tmp_path, lambda: replay.replay(harness, NEEDED))
+        suite._reporting_failures(harness, tmp_path, run)
     story = str(failed.value.msg).splitlines()
     assert story[0].startswith("[fencing] ")
     said = "Failing program, 5 steps (as Hypothesis shrank it; no step could be deleted):"
