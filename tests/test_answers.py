@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from leasecheck import suite
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import actors, contract, replay
 from leasecheck.stateful.machine import Harness
@@ -129,3 +130,37 @@ def test_a_state_that_raises_is_a_contract_error(reference_pool: actors.Pool) ->
     queue = _broken("state", _bad_sql)
     with pytest.raises(contract.ContractError, match=r"^broken: state\(\) raised UndefinedColumn"):
         _replay(queue, reference_pool, PROGRAMS["fail"])
+
+
+class _Claimed(ReferenceQueue):
+    """Answers `claimed` for a queued job: outside the contract's four states."""
+
+    name = "claimed"
+
+    def state(self, conn: Any, job_id: Any) -> str:
+        answer = super().state(conn, job_id)
+        return "claimed" if answer == "queued" else answer
+
+
+def test_a_contract_error_met_while_judging_is_told_as_a_story(
+    reference_pool: actors.Pool, tmp_path: Any
+) -> None:
+    """A `state()` answer read to judge a step (not in a step) still gets its timeline and
+    program, never an earlier example's story or Hypothesis's raw notes."""
+    harness = Harness(queue=_Claimed(), pool=reference_pool)
+    harness.reset()
+    steps = [
+        Step("start", {"workers": 2}),
+        Step("enqueue", {"jobs": 1}),
+        Step("claim", {"how": Take(worker=0, held=False)}),  # then job2's state is read
+    ]
+
+    def run() -> None:
+        replay.replay(harness, steps)
+
+    with pytest.raises(pytest.fail.Exception) as failed:
+        suite._reporting_failures(harness, tmp_path, run)
+    story = str(failed.value.msg).splitlines()
+    assert "state() answered 'claimed'" in story[0], story
+    assert "timeline (simulated time; one lane per worker):" in story
+    assert "Failing program, 3 steps (as Hypothesis shrank it):" in story

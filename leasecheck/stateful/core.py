@@ -175,6 +175,7 @@ class Core(Scheduler):
         self.picked: list[str] = []
         """Whom the step's picks fell on (a worker, or a worker's claim), in order: a
         program's `worker=0` indexes the workers that could act then, not `w0`."""
+        self.h.broke_contract = None  # a story is this example's, never an earlier one's
 
     # ----------------------------------------------------------------- plumbing
 

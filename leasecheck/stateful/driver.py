@@ -586,7 +586,11 @@ class Driver(Calls):
 
     def check(self) -> None:
         """Judge every property now; raise the first violation's exception."""
-        self._check()
+        try:
+            self._check()
+        except ContractError:  # a state() answer outside the contract, read to judge
+            self._contract_broken()
+            raise
 
     # ----------------------------------------------------------------- teardown
 
