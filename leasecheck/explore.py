@@ -224,6 +224,7 @@ def fingerprint(d: Driver, tables: Tables | None = None) -> Hashable:
             w.crashed,
             w.txn is not None,
             w.level if w.txn is not None else "",
+            w.began if w.txn is not None else -1,  # its now(): the move in force then
             w.known_as,  # a restart under the old name and a crash leave alike rows
             w.waiting is not None,
             w.main.parked,

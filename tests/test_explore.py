@@ -179,3 +179,24 @@ def test_a_column_left_out_lets_states_of_random_ids_merge(reference_pool: actor
     (kept_1, merged_1), (kept_2, merged_2) = _twice(harness, *tables)
     assert kept_1 != kept_2, "the stamp is not random, so this test shows nothing"
     assert merged_1 == merged_2
+
+
+def test_a_transaction_held_from_another_instant_is_another_state(
+    reference_pool: actors.Pool,
+) -> None:
+    """Held from before time passed, a transaction's `now()` is the earlier instant; held
+    from after, the later one. Both end at the same time with the same rows, and merging
+    them would leave the first's calls (which write leases from the earlier instant)
+    unexplored."""
+    harness = Harness(queue=ReferenceQueue(), pool=reference_pool)
+    tables = explore.Tables(reference_pool.monitor)
+    hold, wait = Step("open_transaction", {"pick": 0}), Step("time_passes", {"to": "beat"})
+    states = []
+    for program in ([hold, wait], [wait, hold]):
+        harness.reset()
+        d = Driver(harness)
+        for step in [*explore.Scope().start(), *program]:
+            getattr(d, step.rule)(**step.args)
+        states.append(explore.fingerprint(d, tables))
+        d.teardown()
+    assert states[0] != states[1]
