@@ -186,8 +186,10 @@ class Driver(Calls):
                 {"complete": self._complete, "fail": self._fail, "heartbeat": self._heartbeat}[
                     then
                 ](w, work)
+                # Its loop goes on and it claims again, once the report has answered: a
+                # report paused or blocked in flight leaves it unable to act (no claimer).
                 if then != "heartbeat" and w in self._claimers() and self.unfinished():
-                    self._claim(w)  # its loop goes on: the report answered, it claims again
+                    self._claim(w)
 
     def crash(self, pick: int) -> None:
         """The worker's process dies: its connections close, mid-transaction or not."""
