@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import mutants
-from leasecheck.stateful import contract, isolation
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import isolation
 
 REPO = Path(__file__).resolve().parent.parent
 

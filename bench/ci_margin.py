@@ -28,7 +28,8 @@ from hypothesis.stateful import run_state_machine_as_test
 import mutants
 from bench._db import reference_database
 from leasecheck.shards import DEFAULT_COUNT, Shard
-from leasecheck.stateful import actors, contract, memory, profiles
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors, memory, profiles
 from leasecheck.stateful.machine import Harness, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 

@@ -24,7 +24,8 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from bench._db import reference_database
-from leasecheck.stateful import actors, contract, profiles
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors, profiles
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 

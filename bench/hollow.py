@@ -12,8 +12,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from leasecheck.stateful.core import MAX_JOBS
-from leasecheck.stateful.moves import AFTER, BATCH, HOLD, PICK, STALL, TAKE, Stall, Take
+from leasecheck.stateful.engine.core import MAX_JOBS
+from leasecheck.stateful.engine.moves import AFTER, BATCH, HOLD, PICK, STALL, TAKE, Stall, Take
 
 
 class Hollow(RuleBasedStateMachine):

@@ -8,7 +8,7 @@ user's failing run would. Per run it records the seconds and examples to the fir
 failure, the property that failure broke, the seconds spent shrinking, the property
 finally reported and the length of the shrunk program (the rule steps Hypothesis
 prints for the minimal example), and that length again after leasecheck deletes the
-steps the failure does not need (`stateful.minimize`, as a failing run reports it).
+steps the failure does not need (`stateful.story.minimize`, as a failing run reports it).
 Prints a mutant x property table with an "expected?" column (the reported property
 is in the mutant's `expected`) and writes the runs as JSON. It judges nothing: the
 kill tests in properties/ do that.
@@ -35,9 +35,11 @@ from hypothesis.stateful import (
 
 import mutants
 from bench._db import reference_database
-from leasecheck.stateful import actors, contract, minimize
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.story import minimize
 
 _STEP = re.compile(r"^state\.(\w+)\(")
 

@@ -12,7 +12,7 @@ default); `--shards 1` makes them one run, as `--leasecheck-shards 1` would. Fla
 means the peak at the larger count is about the peak at the smaller: nothing the
 harness keeps per example (history, facts, sessions, coverage) piles up across
 examples or runs, and Hypothesis's cache of the test cases it ran is bounded as the
-suite bounds it (`stateful.memory`; `--cache 0` runs with Hypothesis's own bound,
+suite bounds it (`stateful.engine.memory`; `--cache 0` runs with Hypothesis's own bound,
 10,000, to show what the bound saves). Within one run, Hypothesis's tree of the
 choices it tried still grows with the examples by design; the figure includes it.
 """
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from leasecheck.stateful import memory
+from leasecheck.stateful.engine import memory
 
 
 def _child(examples: int, profile: str, shards: int, cache: int, dsn: str | None) -> dict[str, Any]:
@@ -39,7 +39,8 @@ def _child(examples: int, profile: str, shards: int, cache: int, dsn: str | None
     from bench._db import reference_database
     from bench.step_cost import _Counting
     from leasecheck.shards import Shard
-    from leasecheck.stateful import actors, contract, profiles
+    from leasecheck.stateful import contract
+    from leasecheck.stateful.engine import actors, profiles
     from leasecheck.stateful.machine import Harness
 
     budget = settings(profiles.budget(profile, None), max_examples=examples, derandomize=True)

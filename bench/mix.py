@@ -4,7 +4,7 @@
 
 Runs the first N shards of the `ci` profile (derandomized: the run CI makes) against
 the reference queue in this process and prints how often each move was made and each
-dangerous situation (`stateful.coverage`) occurred, then the per-property summary a
+dangerous situation (`stateful.verdict.coverage`) occurred, then the per-property summary a
 run ends with. A move that is rarely made is a move whose races are rarely reached.
 """
 
@@ -19,8 +19,10 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from bench._db import reference_database
 from leasecheck.shards import Shard
-from leasecheck.stateful import actors, contract, coverage, profiles
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors, profiles
 from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.verdict import coverage
 
 
 def main() -> None:

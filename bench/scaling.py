@@ -39,7 +39,8 @@ from hypothesis.stateful import initialize, run_state_machine_as_test
 
 from bench._cpu import machine_cpu
 from bench._db import reference_database
-from leasecheck.stateful import actors, contract
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 
 ROOT = Path(__file__).resolve().parent.parent

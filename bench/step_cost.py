@@ -32,7 +32,8 @@ from hypothesis.stateful import run_state_machine_as_test
 from bench._db import reference_database
 from bench.hollow import Hollow
 from bench.wire import NEEDED, Wire
-from leasecheck.stateful import actors, clock, contract
+from leasecheck.stateful import clock, contract
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 
 
@@ -81,7 +82,7 @@ def _hollow(examples: int) -> tuple[int, int, float]:
 
 def without(rules: list[str]) -> None:
     """Make the driver's `can_<rule>` predicates of `rules` never hold, for this process."""
-    from leasecheck.stateful.driver import Driver
+    from leasecheck.stateful.engine.driver import Driver
 
     for rule in rules:
         name = f"can_{rule}"

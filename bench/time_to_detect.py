@@ -25,7 +25,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
 from bench._db import reference_database
-from leasecheck.stateful import actors, clock, contract
+from leasecheck.stateful import clock, contract
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import SCHEDULES, Harness, LeaseMachine, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 

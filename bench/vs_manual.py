@@ -32,7 +32,8 @@ from typing import Any
 import mutants
 from bench._db import reference_database
 from bench.time_to_detect import _p90, _run
-from leasecheck.stateful import actors, contract
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -45,10 +45,12 @@ from leasecheck import explore, options, outdir, plugin
 from leasecheck.adapters.sqlfile_queue import SqlFileError, SqlFileQueue
 from leasecheck.dbfixtures import embedded, janitor, servers
 from leasecheck.dbfixtures import plugin as dbplugin
-from leasecheck.stateful import actors, clock, contract, replay, svg
-from leasecheck.stateful.judge import rejudge
+from leasecheck.stateful import clock, contract
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.story import replay, svg
+from leasecheck.stateful.verdict.judge import rejudge
 
 SQL_QUEUE = plugin.SQL_QUEUE
 STOP_WITHIN = 30.0

@@ -1,7 +1,7 @@
 """The run's closing word on what it exercised, per property, summed over every shard.
 
 Each property-run test item records the dangerous situations its examples produced
-(`stateful.coverage`) as a user property of its report, which xdist carries to the
+(`stateful.verdict.coverage`) as a user property of its report, which xdist carries to the
 controller; this prints them added up, once per run, and only when leasecheck's
 property tests ran. A property that held without its situation ever occurring reads
 "holds, not exercised": a budget's silence is not a proof. What leasecheck's own
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from leasecheck.stateful import coverage
+from leasecheck.stateful.verdict import coverage
 
 KEY = "leasecheck_coverage"
 

@@ -29,10 +29,11 @@ from typing import Any
 from psycopg import Connection, sql
 
 from leasecheck.dbfixtures import janitor, servers
-from leasecheck.stateful import actors, clock, contract, isolation, probe
-from leasecheck.stateful.core import MAX_JOBS, Harness
-from leasecheck.stateful.driver import Driver
-from leasecheck.stateful.moves import RIVALS, WAKE_UP, Stall, Take
+from leasecheck.stateful import clock, contract
+from leasecheck.stateful.engine import actors, isolation, probe
+from leasecheck.stateful.engine.core import MAX_JOBS, Harness
+from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.engine.moves import RIVALS, WAKE_UP, Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.sqlfile import load

@@ -16,7 +16,7 @@ import pytest
 
 from leasecheck import shards
 from leasecheck.dbfixtures import plugin as dbplugin
-from leasecheck.stateful import isolation, profiles
+from leasecheck.stateful.engine import isolation, profiles
 
 
 def declare_options(add: Callable[..., object]) -> None:

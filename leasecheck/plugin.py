@@ -56,7 +56,8 @@ from leasecheck.reports import (
     pytest_runtest_makereport,  # noqa: F401  (a hook)
     told_elsewhere,
 )
-from leasecheck.stateful import actors, clock, contract, probe, profiles, properties
+from leasecheck.stateful import clock, contract, properties
+from leasecheck.stateful.engine import actors, probe, profiles
 from leasecheck.stateful.machine import Harness
 
 SQL_QUEUE = "leasecheck.adapters.sqlfile_queue:from_env"

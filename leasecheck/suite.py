@@ -26,11 +26,12 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck import exercised
 from leasecheck.shards import Shard
-from leasecheck.stateful import confirm, memory, minimize, replay
 from leasecheck.stateful.contract import ContractError
+from leasecheck.stateful.engine import memory
 from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
-from leasecheck.stateful.minimize import Minimized
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.story import confirm, minimize, replay
+from leasecheck.stateful.story.minimize import Minimized
 
 __all__ = [
     "test_leasecheck_properties",
@@ -101,7 +102,7 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
     """Run the machine; on a broken property, write its files and fail with the story, once.
 
     The report is the violation, its timeline, the program (Hypothesis's shrunk one,
-    with the steps its failure does not need deleted: `stateful.minimize`) and how to
+    with the steps its failure does not need deleted: `stateful.story.minimize`) and how to
     replay it; the traceback through the harness would only repeat it.
     """
     broken: list[BaseException] = []

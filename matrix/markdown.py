@@ -29,7 +29,7 @@ LEGEND = (
 COUNTS = (
     "Exercised: how often each column's final run (the one that passed with its violated "
     "properties excused) produced the situations that put each property to the test "
-    "(`leasecheck/stateful/coverage.py`), summed over its shards. "
+    "(`leasecheck/stateful/verdict/coverage.py`), summed over its shards. "
     f'"{NOT_EXERCISED}" is a holds whose count is 0: nothing came up that could have '
     f'broken it, so it is no evidence either way. Counts "{NOT_RECORDED}": the '
     "column's results predate the counts, or its final run recorded none (an error)."

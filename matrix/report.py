@@ -65,7 +65,7 @@ def copy_counterexamples(column: Column, out: Path) -> dict[str, list[str]]:
 
 def _svg(history: Path) -> list[Path]:
     """Draw the history as SVG next to it (the recorder may not write one yet)."""
-    from leasecheck.stateful import svg
+    from leasecheck.stateful.story import svg
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         code = svg.main([str(history)])

@@ -8,7 +8,7 @@ adapter that crashes, a timeout) is an error, reported with its first line and n
 read as "holds".
 
 The final run's JUnit XML also carries what its property items exercised (the
-situations `leasecheck.stateful.coverage` counts, one record per shard): the matrix
+situations `leasecheck.stateful.verdict.coverage` counts, one record per shard): the matrix
 keeps them per property, so a "holds" whose situations never came up can say so.
 """
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from leasecheck import exercised
-from leasecheck.stateful import coverage
 from leasecheck.stateful.properties import ALL
+from leasecheck.stateful.verdict import coverage
 from matrix.targets import Target
 
 MACHINE = "test_leasecheck_properties["

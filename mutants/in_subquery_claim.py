@@ -6,7 +6,7 @@ statistics say the table is tiny (an ANALYZE, or autovacuum, while it held a row
 two) the planner runs it as a nested-loop semi-join with `jobs` outside, runs the
 pick again for every row, and each run locks the next job: one call marks several
 running and hands out one. The suite's databases never analyze by themselves
-(`stateful.stillness`), so only the `replan` move (`stateful.replan`) reaches it.
+(`stateful.engine.stillness`), so only the `replan` move (`stateful.engine.replan`) reaches it.
 Caught by: no-hidden-claims (the jobs taken but not handed out), or exclusive-lease, or
 late-owner (an expired job taken from under its late owner, whose next call is refused).
 """

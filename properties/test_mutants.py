@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 import mutants
-from leasecheck.stateful import actors, contract, isolation
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors, isolation
+from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
-from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.properties import PropertyViolated
 from tests.fixtures import run_state_machine_as_test
 

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, Phase, settings, stateful
 
 from leasecheck.dbfixtures import janitor
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import actors, clock
+from leasecheck.stateful import clock
+from leasecheck.stateful.engine import actors
 
 REFERENCE = "leasecheck.reference.queue:ReferenceQueue"
 

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from leasecheck.stateful import actors
+from leasecheck.stateful.engine import actors
 
 LOCK = "select pg_advisory_lock(4242)"
 XACT_LOCK = "select pg_advisory_xact_lock(4242)"

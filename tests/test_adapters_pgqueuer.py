@@ -15,8 +15,9 @@ pytest.importorskip("pgqueuer", reason="pgqueuer is not installed: pip install '
 
 from leasecheck.adapters.pgqueuer_queue import PgQueuerQueue, queue_manager_id
 from leasecheck.dbfixtures import janitor
-from leasecheck.stateful import actors, clock, contract
+from leasecheck.stateful import clock, contract
 from leasecheck.stateful.contract import Claim
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 from tests.fixtures import derandomized, run_state_machine_as_test

@@ -16,8 +16,9 @@ pytest.importorskip(
 
 from leasecheck.adapters.procrastinate_queue import ProcrastinateQueue
 from leasecheck.dbfixtures import janitor
-from leasecheck.stateful import actors, clock
+from leasecheck.stateful import clock
 from leasecheck.stateful.contract import capabilities
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 from tests.fixtures import derandomized, run_state_machine_as_test

@@ -19,9 +19,11 @@ pytest.importorskip("saq", reason="saq is not installed: pip install 'saq[postgr
 
 from leasecheck.adapters.saq_queue import QUEUE, SaqQueue
 from leasecheck.dbfixtures import janitor
-from leasecheck.stateful import actors, clock, contract, replay
+from leasecheck.stateful import clock, contract
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.story import replay
 from tests.fixtures import derandomized, run_state_machine_as_test
 
 LEASE = timedelta(seconds=30)

@@ -15,8 +15,9 @@ import pytest
 from psycopg import Connection
 
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import actors, contract
+from leasecheck.stateful import contract
 from leasecheck.stateful.contract import Claim
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 from tests.fixtures import derandomized, run_state_machine_as_test

@@ -10,7 +10,8 @@ from bench.hollow import Hollow
 from bench.wire import Wire
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.shards import Shard
-from leasecheck.stateful import actors, clock, contract
+from leasecheck.stateful import clock, contract
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from leasecheck.stateful import actors, clock
+from leasecheck.stateful import clock
+from leasecheck.stateful.engine import actors
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ import pytest
 import mutants
 from leasecheck.dbfixtures import janitor
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import clock, contract, probe
+from leasecheck.stateful import clock, contract
+from leasecheck.stateful.engine import probe
 from tests import child
 from tests.clock_blind import PinnedSearchPath, WallClock, WallClockHeartbeat
 from tests.fidelity_queues import FromStoredEnd

@@ -8,11 +8,13 @@ from typing import Any
 import pytest
 
 import mutants
-from leasecheck.stateful import actors, confirm, contract, replay
-from leasecheck.stateful.core import Harness
-from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.core import Harness
+from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.story import confirm, replay
 from mutants.naive import Naive
 
 STORY = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from leasecheck.stateful import coverage
 from leasecheck.stateful import properties as P
+from leasecheck.stateful.verdict import coverage
 from tests import child
 
 

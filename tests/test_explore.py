@@ -15,11 +15,12 @@ from psycopg import Connection
 import mutants
 from leasecheck import explore
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import actors, contract
+from leasecheck.stateful import contract
 from leasecheck.stateful.contract import Claim
-from leasecheck.stateful.core import Harness
-from leasecheck.stateful.driver import Driver
-from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.core import Harness
+from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import EXCLUSIVE_LEASE, SINGLE_COMPLETION, PropertyViolated
 

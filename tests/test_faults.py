@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 
 import mutants
-from leasecheck.stateful import actors, contract, replay
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.machine import Harness
-from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import (
     EXCLUSIVE_LEASE,
@@ -20,6 +21,7 @@ from leasecheck.stateful.properties import (
     OWNER_PROGRESS,
     PropertyViolated,
 )
+from leasecheck.stateful.story import replay
 from tests.fixtures import REFERENCE
 
 

@@ -17,10 +17,11 @@ from hypothesis import settings
 
 import mutants
 from leasecheck import cli
-from leasecheck.stateful import actors, contract
-from leasecheck.stateful.judge import Judge, rejudge, token_value
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.verdict.judge import Judge, rejudge, token_value
 from tests.fixtures import derandomized, run_state_machine_as_test
 
 FIND = derandomized(300)

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from leasecheck.stateful import coverage
 from leasecheck.stateful.properties import ALL
+from leasecheck.stateful.verdict import coverage
 from matrix import markdown, report
 from matrix.runs import Verdicts
 from matrix.targets import Target

@@ -16,8 +16,8 @@ import pytest
 
 from leasecheck import exercised
 from leasecheck.shards import DEFAULT_COUNT
-from leasecheck.stateful import coverage
 from leasecheck.stateful.properties import ALL
+from leasecheck.stateful.verdict import coverage
 from matrix import runs
 from matrix.targets import Target
 

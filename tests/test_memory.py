@@ -6,7 +6,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.internal.conjecture import engine
 
-from leasecheck.stateful import memory
+from leasecheck.stateful.engine import memory
 
 
 def _cache_bound() -> int:

@@ -21,7 +21,8 @@ import pytest
 import mutants
 from leasecheck.dbfixtures import debian, embedded, janitor
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import actors, clock, contract
+from leasecheck.stateful import clock, contract
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import ALL, PropertyViolated
 from matrix import majors, report, runs, targets

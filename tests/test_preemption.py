@@ -15,11 +15,13 @@ import pytest
 
 import mutants
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import actors, contract, replay
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.moves import Take
 from leasecheck.stateful.machine import Harness, LeaseMachine
-from leasecheck.stateful.moves import Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import FENCING, NO_LOST_JOBS, PropertyViolated
+from leasecheck.stateful.story import replay
 
 XACT_LOCK = "select pg_advisory_xact_lock(4242)"
 

@@ -10,13 +10,15 @@ import pytest
 
 import mutants
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import actors, contract, program, replay
-from leasecheck.stateful.driver import Driver
+from leasecheck.stateful import contract, program
+from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.engine.moves import Take
+from leasecheck.stateful.engine.priorities import Priorities
 from leasecheck.stateful.machine import Harness, LeaseMachine, PriorityMachine, machine_for
-from leasecheck.stateful.moves import Take
-from leasecheck.stateful.priorities import Priorities
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.story import replay
 from tests.fixtures import derandomized, run_state_machine_as_test
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from leasecheck.stateful import profiles
+from leasecheck.stateful.engine import profiles
 
 
 @pytest.mark.parametrize("name", sorted(profiles.PROFILES))

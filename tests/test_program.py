@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from leasecheck import shards
-from leasecheck.stateful import program, replay
-from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful import program
+from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.program import Step
+from leasecheck.stateful.story import replay
 
 STEPS = [
     Step("start", {"workers": 2}),

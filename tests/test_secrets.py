@@ -24,7 +24,8 @@ from leasecheck import plugin
 from leasecheck.dbfixtures import embedded, janitor, servers
 from leasecheck.dbfixtures.redact import Dsn, hide, password, shown, without_password
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import actors, clock
+from leasecheck.stateful import clock
+from leasecheck.stateful.engine import actors
 from tests import child
 
 PASSWORD = f"pw-{secrets.token_hex(12)}"

@@ -20,12 +20,14 @@ from leasecheck import cli
 from leasecheck.adapters.sqlfile_queue import ENV, SqlFileError, SqlFileQueue, from_env
 from leasecheck.adapters.sqlfile_queue import LEASE as ADAPTER_LEASE
 from leasecheck.dbfixtures import janitor
-from leasecheck.stateful import actors, clock, replay
+from leasecheck.stateful import clock
 from leasecheck.stateful.contract import CALLS, Claim, capabilities, not_checked
+from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.machine import Harness, LeaseMachine
-from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.story import replay
 from leasecheck.stateful.units import LEASE as MACHINE_LEASE
 from tests.fixtures import derandomized, run_state_machine_as_test
 

@@ -19,13 +19,13 @@ from uuid import UUID
 
 import pytest
 
-from leasecheck.stateful import timeline
-from leasecheck.stateful.claimtext import short_label
 from leasecheck.stateful.contract import Claim, as_claim
 from leasecheck.stateful.history import History
-from leasecheck.stateful.judge import Judge, Rules
-from leasecheck.stateful.model import Grant
-from leasecheck.stateful.svg import _CHAR, load, main, render_svg
+from leasecheck.stateful.story import timeline
+from leasecheck.stateful.story.claimtext import short_label
+from leasecheck.stateful.story.svg import _CHAR, load, main, render_svg
+from leasecheck.stateful.verdict.judge import Judge, Rules
+from leasecheck.stateful.verdict.model import Grant
 
 DATA = Path(__file__).with_name("data")
 SECOND = 1_000_000
@@ -262,7 +262,7 @@ def test_hostile_text_stays_valid_xml() -> None:
 
 
 def test_cli_writes_an_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`python -m stateful.svg HISTORY.json -o OUT` writes a parseable picture."""
+    """`python -m stateful.story.svg HISTORY.json -o OUT` writes a parseable picture."""
     out = tmp_path / "out.svg"
     assert main([str(DATA / "no-row-lock-exclusive-lease.json"), "-o", str(out)]) == 0
     root = ET.parse(out).getroot()

@@ -16,12 +16,14 @@ from pathlib import Path
 import pytest
 
 import mutants
-from leasecheck.stateful import actors, contract, replay
-from leasecheck.stateful.judge import rejudge
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.moves import Take
 from leasecheck.stateful.machine import Harness
-from leasecheck.stateful.moves import Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.story import replay
+from leasecheck.stateful.verdict.judge import rejudge
 from tests.fixtures import REFERENCE
 
 START = Step("start", {"workers": 2})

@@ -40,7 +40,7 @@ _SETTINGS = {
     "full_page_writes": "off",
     "max_connections": "300",
     # An ANALYZE at a moment of the clock's choosing changes plans mid-run, and a
-    # replayed example must meet the plans it met (see leasecheck.stateful.stillness).
+    # replayed example must meet the plans it met (see leasecheck.stateful.engine.stillness).
     "autovacuum": "off",
     # Test databases are tiny, and every file truncated (VACUUM's cut of an emptied
     # table, a TRUNCATE) makes the server scan the whole buffer pool once.

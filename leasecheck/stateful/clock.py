@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 from psycopg import Connection, sql
 
-from leasecheck.stateful import stillness
+from leasecheck.stateful.engine import stillness
 from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("clock.sql"))

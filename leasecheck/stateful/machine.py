@@ -1,6 +1,6 @@
 """The Hypothesis state machine: a thin shell of rules over the driver.
 
-Each rule offers one move of `stateful.driver.Driver` when its precondition (the
+Each rule offers one move of `stateful.engine.driver.Driver` when its precondition (the
 driver's `can_*`, read from the model alone, never the database) holds, and picks
 its worker or claim with a small integer `pick` into the list of eligible ones, so
 a failing program prints as plain arguments and replays exactly. The invariant
@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from leasecheck.stateful import isolation
 from leasecheck.stateful.contract import Capabilities
-from leasecheck.stateful.core import MAX_JOBS, Harness
-from leasecheck.stateful.driver import Driver
-from leasecheck.stateful.moves import (
+from leasecheck.stateful.engine import isolation
+from leasecheck.stateful.engine.core import MAX_JOBS, Harness
+from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.engine.moves import (
     AFTER,
     BATCH,
     CHANGES,
@@ -81,14 +81,14 @@ class LeaseMachine(RuleBasedStateMachine):
     @recorded
     def enqueue(self, jobs: int) -> None:
         """The producer adds jobs. It takes an argument only so that it sorts after `asleep`
-        and `claim`: see `stateful.moves`."""
+        and `claim`: see `stateful.engine.moves`."""
         self.d.enqueue(jobs)
 
     @precondition(lambda self: self.d.can_replan())
     @rule(grow=st.integers(min_value=1, max_value=MAX_JOBS - 1))
     @recorded
     def replan(self, grow: int) -> None:
-        """The queue's tables are analyzed while tiny, then grow (`stateful.replan`)."""
+        """The queue's tables are analyzed while tiny, then grow (`stateful.engine.replan`)."""
         self.d.replan(grow)
 
     @precondition(lambda self: self.d.can_claim())
@@ -96,7 +96,7 @@ class LeaseMachine(RuleBasedStateMachine):
     @recorded
     def claim(self, how: Take, level: str | None = None) -> None:
         """A worker claims the next job; with `held`, inside a transaction it keeps open
-        (at `level`, in a program of a machine that draws levels: `stateful.isolation`)."""
+        (at `level`, in a program of a machine that draws levels: `stateful.engine.isolation`)."""
         self.d.claim(how, level)
 
     @precondition(lambda self: self.d.can_claim_batch())
@@ -159,7 +159,7 @@ class LeaseMachine(RuleBasedStateMachine):
     @rule(how=STALL)
     @recorded
     def asleep(self, how: Stall) -> None:
-        """The story's pause in one step (named to sort first: see `stateful.moves`)."""
+        """The story's pause in one step (named to sort first: see `stateful.engine.moves`)."""
         self.d.asleep(how)
 
     @precondition(lambda self: self.d.can_crash())
@@ -247,7 +247,7 @@ class PriorityMachine(LeaseMachine):
     """The same rules, with the workers' own moves on a priority schedule (PCT).
 
     Each example draws the workers' priorities and up to two change points; see
-    `stateful.priorities` for why that reaches interleavings uniform picks rarely do.
+    `stateful.engine.priorities` for why that reaches interleavings uniform picks rarely do.
     """
 
     @initialize(workers=st.integers(min_value=2, max_value=5), order=ORDERS, changes=CHANGES)
@@ -277,7 +277,7 @@ def machine_for(
 
 def at_isolation(machine: type[LeaseMachine], mode: str) -> type[LeaseMachine]:
     """Return `machine` with each held transaction's level an argument of its step, drawn
-    under `mode` (`stateful.isolation`): the program says it, so it replays and shrinks.
+    under `mode` (`stateful.engine.isolation`): the program says it, so it replays and shrinks.
     The default machine draws none, so its runs are the ones they always were."""
     levels = isolation.strategy(mode)
 

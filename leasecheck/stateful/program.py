@@ -3,7 +3,7 @@
 A failing example is saved as its program, not only as the history it produced
 and not as Hypothesis's opaque blob, so that it replays step by step against any
 queue, without Hypothesis's search and across Hypothesis versions. This module
-knows the shape of a program and how to write and read it; `stateful.replay` runs
+knows the shape of a program and how to write and read it; `stateful.story.replay` runs
 one.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful.engine.moves import Stall, Take
 
 FORMAT = 1
 """Bumped when a saved program could no longer replay as it was recorded."""

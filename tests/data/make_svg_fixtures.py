@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, Phase, settings
 
 import mutants
 from leasecheck.dbfixtures import embedded, janitor
-from leasecheck.stateful import actors, clock, contract
+from leasecheck.stateful import clock, contract
+from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 from tests.fixtures import run_state_machine_as_test

@@ -1,0 +1,443 @@
+"""Sessions: one connection and one thread each, with lock-wait detection.
+
+A call runs on its session's own thread while the machine waits until the call
+returns or its backend waits on a lock that another session holds
+(`pg_blocking_pids`, as PostgreSQL's isolation tester does). A blocked call stays
+pending; a later commit, rollback or termination releases it, and `settle()` waits
+until every pending call has finished or is blocked again, so each step ends in a
+state that depends on the program alone, never on timing. A wait that is neither
+progress nor a lock wait ends in `Stuck`, naming the statements involved, after a
+safety timeout: no run hangs. A call that nothing could block (no other call in
+flight, no transaction held open) runs on the machine's own thread instead: the
+hand-off would cost as much as the call's round trip and change nothing. This module
+knows nothing of queues or properties.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import Connection
+
+from leasecheck.stateful import clock
+from leasecheck.stateful.clock import QUERIES
+from leasecheck.stateful.engine.gates import Gate, GatedConnection
+
+SAFETY_TIMEOUT = 30.0
+SPARES = 2
+"""Connections kept open ahead of need, for the workers that crashes and cuts replace."""
+FIRST_LOOK = 0.0002
+"""Seconds before `settle` first asks whether a call finished or waits on a lock."""
+
+
+class Stuck(RuntimeError):
+    """A call neither finished nor waited on a lock within the safety timeout."""
+
+
+@dataclass
+class Session:
+    """One connection with the one thread that uses it."""
+
+    label: str
+    conn: Connection[Any]
+    executor: ThreadPoolExecutor
+    pending: Future[Any] | None = None
+    terminated: bool = False
+    invoked: int = 0
+    used: bool = False
+    """Whether a call was sent on it since the pool handed it out."""
+    gate: Gate | None = None
+    """The gate of the call in flight, if that call may be preempted between round trips."""
+    what: tuple[str, str | None] = ("", None)
+    """What the call in flight is and what it concerns, for the story (set by its sender)."""
+    times_out: bool = False
+    """Whether its call runs with a lock timeout set (the driver's `time_out`): a lock
+    wait of it is never held still, `settle` waits until PostgreSQL ends it."""
+
+    @property
+    def parked(self) -> bool:
+        """Whether its call waits at its gate, between two of its statements."""
+        return self.gate is not None and self.gate.is_parked
+
+    @property
+    def pid(self) -> int:
+        return int(self.conn.info.backend_pid)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    @property
+    def broken(self) -> bool:
+        return self.terminated or self.conn.broken or self.conn.closed
+
+
+@dataclass
+class Pool:
+    """Connections kept across examples, and the monitor that watches them.
+
+    Opening a connection costs more than a whole step, so sessions are handed back
+    here in a clean state at the end of an example and reused by the next one. A
+    crash or a cut ends a backend for good; its replacement comes from a few spare
+    connections opened ahead of time on a thread of their own (the profile's top cost
+    was connecting inside the crash step).
+    """
+
+    dsn: str
+    monitor: Connection[Any] = field(init=False)
+    _free: list[Session] = field(default_factory=list)
+    _count: int = 0
+    _spares: list[Future[Connection[Any]]] = field(default_factory=list)
+    _opener: ThreadPoolExecutor = field(init=False)
+    _inline: tuple[Session, float] | None = None
+    """The session running a call on the machine's thread, and when that call is stuck."""
+    _fired: Session | None = None
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+    _closing: threading.Event = field(default_factory=threading.Event)
+    _watchdog: threading.Thread | None = None
+    _settings: str = ""
+    """The harness's session settings this role may make (see `_connect`)."""
+
+    def __post_init__(self) -> None:
+        self.monitor = clock.connect(self.dsn)
+        self._opener = ThreadPoolExecutor(1, thread_name_prefix="leasecheck-opener")
+
+    def run_inline(self, session: Session, call: Callable[[Connection[Any]], Any]) -> Future[Any]:
+        """Run `call(conn)` on this thread; return it as a finished future.
+
+        A watchdog cancels the statement after the safety timeout, so a call that
+        waits on something outside the harness (a session-level advisory lock, say)
+        ends in `Stuck`, as it would on the session's own thread.
+        """
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(
+                target=self._watch, name="leasecheck-watchdog", daemon=True
+            )
+            self._watchdog.start()
+        future: Future[Any] = Future()
+        self._inline = (session, time.monotonic() + SAFETY_TIMEOUT)
+        try:
+            future.set_result(call(session.conn))
+        except Exception as exc:
+            future.set_exception(exc)
+        finally:
+            with self._guard:
+                self._inline = None
+                fired, self._fired = self._fired is session, None
+        if fired:
+            raise Stuck(
+                f"{session.label}'s call neither finished nor waited on a held transaction "
+                f"within {SAFETY_TIMEOUT:.0f} s; its statement was cancelled"
+            )
+        return future
+
+    def _watch(self) -> None:
+        while not self._closing.wait(min(1.0, SAFETY_TIMEOUT / 4)):
+            with self._guard:
+                running = self._inline
+                if running is not None and time.monotonic() > running[1]:
+                    self._fired = running[0]
+                    with contextlib.suppress(psycopg.Error):  # a dead backend runs nothing
+                        running[0].conn.cancel_safe()
+
+    def _connect(self) -> Connection[Any]:
+        conn = clock.connect(self.dsn, GatedConnection)
+        try:
+            conn.execute(_DEADLOCK_TIMEOUT)
+            self._settings = _DEADLOCK_TIMEOUT
+        except psycopg.errors.InsufficientPrivilege:
+            self._settings = ""  # not a superuser: PostgreSQL's own check stays on
+        return conn
+
+    def _spare(self) -> Connection[Any]:
+        """Return a connection opened ahead of time if one is ready, else open one now."""
+        ready = next((f for f in self._spares if f.done()), None)
+        conn = None
+        if ready is not None:
+            self._spares.remove(ready)
+            if ready.exception() is None:
+                conn = ready.result()
+        while len(self._spares) < SPARES:
+            self._spares.append(self._opener.submit(self._connect))
+        return conn if conn is not None else self._connect()
+
+    def open(self, label: str) -> Session:
+        """Return a clean, idle session (reused when one is free)."""
+        if self._free:
+            session = self._free.pop()
+            session.label = label
+            session.used = False
+            session.times_out = False
+            return session
+        self._count += 1
+        executor = ThreadPoolExecutor(1, thread_name_prefix=f"leasecheck-{self._count}")
+        return Session(label=label, conn=self._spare(), executor=executor)
+
+    def release(self, session: Session) -> None:
+        """Take a session back: broken ones are closed, healthy ones rolled back and kept."""
+        if session.pending is not None and not session.pending.done():
+            self.terminate(session)
+        if session.broken:
+            self.discard(session)
+            return
+        if session.in_transaction:
+            session.conn.rollback()
+        if session.used:
+            clean(session.conn, self._settings)
+        session.pending = None
+        self._free.append(session)
+
+    def discard(self, session: Session) -> None:
+        """Close a session for good."""
+        session.conn.close()
+        session.executor.shutdown(wait=True)
+
+    def terminate(self, session: Session) -> None:
+        """End the session's backend from the server side and wait until it is gone."""
+        if not session.broken:
+            pid = session.pid
+            self.monitor.execute("select pg_terminate_backend(%s)", (pid,))
+            # Locks go before the activity entry does, so once the pid is gone
+            # from pg_stat_activity everything it held is released.
+            gone = "select not exists (select from pg_stat_activity where pid = %s)"
+            deadline = time.monotonic() + SAFETY_TIMEOUT
+            while not self.monitor.execute(gone, (pid,)).fetchone()[0]:  # type: ignore[index]
+                if time.monotonic() > deadline:
+                    raise Stuck(f"backend {pid} ({session.label}) did not exit after termination")
+        session.terminated = True
+        if session.gate is not None:
+            session.gate.open()  # a parked call goes on, into the dead connection
+        if session.pending is not None:
+            wait_futures([session.pending], timeout=SAFETY_TIMEOUT)
+
+    def cancel(self, session: Session) -> None:
+        """Cancel the session's running statement and wait until its call has returned.
+
+        A call armed to pause between statements is let through first: after the
+        cancel it goes on to its clean-up (a ROLLBACK, say), which must not park.
+        """
+        if session.gate is not None:
+            session.gate.open()
+        self.monitor.execute("select pg_cancel_backend(%s)", (session.pid,))
+        if session.pending is not None:
+            wait_futures([session.pending], timeout=SAFETY_TIMEOUT)
+            if not session.pending.done():
+                raise Stuck(f"{session.label} did not return after its statement was cancelled")
+
+    def close(self) -> None:
+        """Close every connection the pool holds."""
+        for session in self._free:
+            self.discard(session)
+        self._free.clear()
+        self._opener.shutdown(wait=True)
+        for spare in self._spares:
+            if spare.exception() is None:
+                spare.result().close()
+        self._spares.clear()
+        self._closing.set()
+        self.monitor.close()
+
+    def last_statement(self, session: Session) -> str:
+        """Return the statement the session's backend ran last, shortened for a story."""
+        row = self.monitor.execute(
+            "select query from pg_stat_activity where pid = %s", (session.pid,)
+        ).fetchone()
+        text = " ".join(str(row[0]).split()) if row else "?"
+        return text if len(text) <= 80 else f"{text[:77]}..."
+
+    def blocked(self, sessions: list[Session]) -> dict[int, list[int]]:
+        """Return, for each of `sessions` waiting on a lock, the pids it waits for."""
+        pids = [s.pid for s in sessions if not s.terminated]
+        if not pids:
+            return {}
+        rows = self.monitor.execute(
+            "select pid, pg_blocking_pids(pid) from unnest(%s::int[]) as pid"
+            " where cardinality(pg_blocking_pids(pid)) > 0",
+            (pids,),
+        ).fetchall()
+        return {int(r[0]): [int(p) for p in r[1]] for r in rows}
+
+    def describe(self, sessions: list[Session]) -> str:
+        """Return what the backends of `sessions` are doing, for error messages."""
+        pids = [s.pid for s in sessions if not s.broken]
+        rows = self.monitor.execute(
+            "select pid, state, wait_event_type, wait_event, pg_blocking_pids(pid), query"
+            " from pg_stat_activity where pid = any(%s)",
+            (pids,),
+        ).fetchall()
+        return "; ".join(
+            f"pid {r[0]} {r[1]} waiting {r[2]}/{r[3]} on {r[4]}: {r[5]!r}" for r in rows
+        )
+
+
+def clean(conn: Connection[Any], then: str = "") -> None:
+    """Clear what a queue may leave on a session, so the next example starts alike.
+
+    What DISCARD ALL does, but for DEALLOCATE ALL (psycopg keeps its own prepared
+    statements on the session and would not know they were gone): session-level
+    advisory locks released (a library's sweep lock, kept for life, would otherwise
+    disable the sweeps of every later example), settings back to the connection's
+    defaults (the simulated clock's search_path is one, set at connect), cursors
+    closed, temporary tables and sequence state dropped, nothing listened to; then the
+    harness's own statements `then` (its settings, say), in the same round trip.
+    """
+    conn.execute(QUERIES["clean_session"].text + (f";\n{then}" if then else ""))
+
+
+_DEADLOCK_TIMEOUT = "set deadlock_timeout = '1h'"
+"""The harness reports deadlocks itself (superusers only may set it)."""
+
+
+_INVOCATIONS = itertools.count(1)
+
+
+def submit(
+    pool: Pool,
+    session: Session,
+    call: Callable[[Connection[Any]], Any],
+    sessions: list[Session],
+    after: int | None = None,
+) -> Future[Any]:
+    """Start `call(conn)`: on the session's thread if anything among `sessions` could
+    block it, else to completion on this one (see `could_block`). With `after`, the
+    call is parked before its round trip number `after + 1` (see `stateful.engine.gates`), so
+    it runs on its own thread whatever could block it."""
+    assert session.pending is None, f"{session.label} already has a call in flight"
+    session.invoked = next(_INVOCATIONS)
+    session.used = True
+    session.gate = None
+    if after is not None:
+        gate = session.gate = Gate(after)
+        conn = session.conn
+        assert isinstance(conn, GatedConnection), "harness sessions are opened gated"
+
+        def gated(c: Connection[Any]) -> Any:
+            conn.gate = gate
+            try:
+                return call(c)
+            finally:
+                conn.gate = None
+
+        future = session.executor.submit(gated, conn)
+    elif could_block(session, sessions):
+        future = session.executor.submit(call, session.conn)
+    else:
+        future = pool.run_inline(session, call)
+    session.pending = future
+    return future
+
+
+def resume(session: Session) -> None:
+    """Open the gate of the session's parked call; `settle` then waits for what it does."""
+    assert session.gate is not None and session.parked, f"{session.label} has no parked call"
+    session.gate.open()
+
+
+def could_block(session: Session, sessions: list[Session]) -> bool:
+    """Return whether a call on `session` could wait on something only a later step ends.
+
+    Only a transaction held open between steps or another call in flight can hold
+    a lock that long: a finished autocommit call holds none, and `settle` would wait
+    out anything else (deadlock_timeout is an hour, so PostgreSQL breaks no cycle).
+    """
+    others = [s for s in sessions if s is not session]
+    running = any(s.pending is not None and not s.pending.done() for s in others)
+    return running or bool(_holders(others))
+
+
+def settle(pool: Pool, sessions: list[Session]) -> None:
+    """Wait until every pending call among `sessions` has finished or is stuck for good.
+
+    A call counts as blocked only while it waits, directly or through other blocked
+    calls, on a transaction one of `sessions` holds open between steps: only a later
+    step can release it. A wait on anything else (autovacuum truncating a table, a
+    backend still committing) passes by itself, so it is waited out; treating it as
+    blocked would make the step's outcome depend on timing.
+
+    Calls that wait on each other in a cycle are stuck for good too: a deadlock,
+    which PostgreSQL breaks by aborting the waiter that checks last, the newest
+    (the harness sets deadlock_timeout to an hour so the check never runs by
+    itself). The caller breaks it the same way: it cancels the newest call.
+    """
+    waiting = [s for s in sessions if _running(s)]
+    delay = FIRST_LOOK
+    spent = 0.0
+    while waiting:
+        futures = [s.pending for s in waiting if s.pending is not None]
+        wait_futures(futures, timeout=delay)
+        spent += delay
+        running = [s for s in waiting if _running(s)]
+        if not running:
+            return
+        # One call with no transaction held open has nothing to be held still by
+        # (deadlock_timeout is an hour, so only a cycle of calls could): skip the look.
+        # A call with a lock timeout set is never held still: its wait on a transaction
+        # held between steps surely outlasts the timeout, so PostgreSQL ends it.
+        timing = any(s.times_out for s in running)
+        if (len(running) > 1 or _holders(sessions)) and not timing:
+            waits_for = pool.blocked(running)
+            if _held_still(waits_for, sessions, running):
+                return
+        if spent > SAFETY_TIMEOUT:
+            raise Stuck(
+                f"calls neither finished nor waited on a held transaction within "
+                f"{SAFETY_TIMEOUT:.0f} s: " + pool.describe(running)
+            )
+        waiting = running
+        delay = min(delay * 2, 0.05)
+
+
+def _held_still(
+    waits_for: dict[int, list[int]], sessions: list[Session], running: list[Session]
+) -> bool:
+    """Return whether every running call waits only on transactions held between steps."""
+    holders = _holders(sessions)
+    stuck = {s.pid for s in running if s.pid in waits_for}
+    if len(stuck) < len(running):
+        return False
+    changed = True
+    while changed:  # drop calls that wait on anything but holders or other stuck calls
+        changed = False
+        for pid in list(stuck):
+            if not all(b in holders or b in stuck for b in waits_for[pid]):
+                stuck.discard(pid)
+                changed = True
+    return len(stuck) == len(running)
+
+
+def _running(session: Session) -> bool:
+    """Return whether the session's call is on its way: neither finished nor parked.
+
+    A call at its gate is settled for now: only a later step opens the gate.
+    """
+    pending = session.pending
+    return pending is not None and not pending.done() and not session.parked
+
+
+def _holders(sessions: list[Session]) -> set[int]:
+    """Return the pids of sessions idle inside a transaction: held open between steps
+    (by the harness, or by a call parked between its statements)."""
+    return {
+        s.pid
+        for s in sessions
+        if not s.terminated
+        and (s.pending is None or s.pending.done() or s.parked)
+        and s.in_transaction
+    }
+
+
+def outcome(session: Session) -> Any:
+    """Return the finished call's result (or raise its error) and clear it."""
+    future = session.pending
+    assert future is not None and future.done()
+    session.pending = None
+    return future.result()

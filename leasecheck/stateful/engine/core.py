@@ -1,0 +1,528 @@
+"""The driver's core: workers, simulated time, transactions, faults and the judge's verdict.
+
+It knows nothing of Hypothesis. It holds what the harness believes about each worker
+and job (plain Python, never read back from the database except through the
+queue's own `state`), moves simulated time (firing running workers' heartbeats when
+they fall due), opens and ends transactions held across steps, crashes and cuts
+workers, and turns the judge's violations into the exception of their property.
+The contract's calls live in `stateful.engine.calls`, the moves and the teardown in
+`stateful.engine.driver`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from leasecheck.stateful import clock
+from leasecheck.stateful.contract import (
+    CALLS,
+    STATES,
+    Capabilities,
+    Claim,
+    ContractError,
+    JobId,
+    Queue,
+    capabilities,
+)
+from leasecheck.stateful.engine import actors, answers, isolation, replan
+from leasecheck.stateful.engine.answers import Answered, Outcome, Raised
+from leasecheck.stateful.engine.priorities import Priorities
+from leasecheck.stateful.engine.scheduler import Scheduler
+from leasecheck.stateful.engine.scheduler import plain as _plain
+from leasecheck.stateful.engine.workers import Held, Worker
+from leasecheck.stateful.history import History
+from leasecheck.stateful.program import Step
+from leasecheck.stateful.properties import Violation, violation_error
+from leasecheck.stateful.story.recorder import Failure, Recorder
+from leasecheck.stateful.story.timeline import render
+from leasecheck.stateful.units import BEAT, LEASE, SECOND
+from leasecheck.stateful.verdict.judge import Judge, Rules
+
+MAX_JOBS = 3
+CLAIMING = ("claim", "claim_many")
+
+
+@dataclass
+class Harness:
+    """Everything an example needs that outlives it: the queue, connections, records."""
+
+    queue: Queue
+    pool: actors.Pool
+    recorder: Recorder = field(default_factory=Recorder)
+    excused: frozenset[str] = frozenset()
+    """Properties not judged (`--leasecheck-excuse`): the matrix uses it to find the next one."""
+    spec: str = ""
+    """How the queue was named (`module:attr`), saved with a failure so it can be replayed."""
+    coverage: Counter[str] = field(default_factory=Counter)
+    """The dangerous situations of every example run on it so far (`stateful.verdict.coverage`)."""
+    moves: Counter[str] = field(default_factory=Counter)
+    """How often each move (rule) was made in every example run on it so far: the mix."""
+    schedule: str = "random"
+    """Who makes the workers' own moves (`--leasecheck-schedule`): random, pct or mixed."""
+    replans: bool | None = None
+    """Whether the `replan` move is offered (the server can put statistics back); None
+    until asked. A test sets it False to show what only that move reaches."""
+    replanned: list[replan.Saved] = field(default_factory=list)
+    """The statistics the example's first replan replaced, put back by `reset`."""
+
+    restarts: bool = True
+    """Whether the `restart` move is offered. A test sets it False where one process per
+    name is what it checks (a restarted process asks under the name again, holding
+    nothing), or to show what only that move reaches."""
+    isolation: str = "read-committed"
+    """The level of held transactions (`--leasecheck-isolation`, `stateful.engine.isolation`)."""
+    broke_contract: tuple[str, tuple[Step, ...]] | None = None
+    """The timeline and program of the latest example in which the queue broke the
+    contract: its story, told in the form of a violation's."""
+
+    def can_replan(self) -> bool:
+        if self.replans is None:
+            self.replans = replan.supported(self.pool.monitor)
+        return self.replans
+
+    @property
+    def caps(self) -> Capabilities:
+        return capabilities(self.queue)
+
+    def reset(self) -> None:
+        """Empty the queue and the harness tables between examples, on a clean monitor.
+
+        The monitor's clean-up and the clock's reset share one round trip.
+        """
+        actors.clean(self.pool.monitor, then=clock.QUERIES["reset"].text)
+        self.queue.reset(self.pool.monitor)
+        if self.replanned:  # the next example meets the plans a fresh one meets
+            replan.undo(self.pool.monitor, self.replanned)
+
+
+def _slot(w: Worker) -> str:
+    """Return the worker's slot: `w1` for w1 and for the w1.3 that replaced it."""
+    return w.name.split(".")[0]
+
+
+def seconds(us: int) -> str:
+    """Return simulated microseconds as the story writes them."""
+    return f"{us / SECOND:g}s"
+
+
+def _silent(message: str) -> None:
+    """Tell nobody: the default story teller outside a test."""
+
+
+class Core(Scheduler):
+    """What the driver believes and does apart from the contract's calls."""
+
+    def __init__(self, harness: Harness, say: Callable[[str], None] = _silent) -> None:
+        self.say = say
+        """Tells the story of the example (Hypothesis prints it with a failing one)."""
+        self.h = harness
+        self.queue = harness.queue
+        self.caps = harness.caps
+        self.pool = harness.pool
+        self.now = 0
+        self.history = History()
+        rules = Rules(
+            lease=LEASE,
+            max_attempts=self.queue.max_attempts,
+            ordered_tokens=self.caps.ordered_tokens,
+            revokes_expired=self.caps.revokes_expired,
+            answers_complete=not self.caps.transactional_effects,
+            observes=self.caps.state is not None,
+            heartbeat_answers=self.caps.heartbeat_answers,
+        )
+        self.judge = Judge(rules, observe=self._observe)
+        """Every answer goes to the judge, which writes it down as a fact and judges it."""
+        self.oracle = self.judge.oracle
+        """What the judge concluded so far; read here, never written."""
+        self.sweeper: Worker | None = None
+        """The queue's own recovery (`maintain`), on a connection of its own."""
+        self.said = 0
+        self.workers: list[Worker] = []
+        self.jobs: list[str] = []
+        self.calls = itertools.count(1)
+        self.completions: dict[int, tuple[Held, bool | None]] = {}
+        """call id -> the claim and the queue's answer (None: the connection died under it)."""
+        self.voided: set[int] = set()
+        self.ended: list[tuple[str, bool]] = []
+        """Every held transaction that ended, in order: its worker's name and whether it
+        committed (what a call in flight meanwhile may have waited on)."""
+        self.db_dirty = False
+        self.broken = False
+        self.generation = itertools.count(2)
+        self.program: list[Step] = []
+        """The moves made so far, as the rules called them: what a failure saves."""
+        self.armed: dict[str, int] = {}
+        """Actors whose next call is preempted between round trips, and after how many."""
+        self.holds: dict[str, int] = {}
+        """Armed actors whose paused call goes on by itself, and after how many steps."""
+        self.pauses: dict[str, tuple[int, int]] = {}
+        """Actors whose call is paused for a while: the step it paused in, and for how many."""
+        self.steps = 0
+        """Steps made so far: what a pause's `hold` counts."""
+        self.cancelled: set[int] = set()
+        """ids of sessions whose running call the harness cancelled (the error is its doing)."""
+        self.claims_in_flight: set[int] = set()
+        self.answering: int | None = None
+        """The claim call in flight whose answer is being handled, if one is."""
+        self.priorities: Priorities | None = None
+        """With a priority schedule (`stateful.engine.priorities`): who makes the own moves."""
+        self.looked = 0
+        """History lines already scanned for claims that answered (no-hidden-claims)."""
+        self.picked: list[str] = []
+        """Whom the step's picks fell on (a worker, or a worker's claim), in order: a
+        program's `worker=0` indexes the workers that could act then, not `w0`."""
+        self.h.broke_contract = None  # a story is this example's, never an earlier one's
+
+    # ----------------------------------------------------------------- plumbing
+
+    @contextmanager
+    def _step(self) -> Iterator[None]:
+        """Mark the example broken if a step raises, so teardown does not judge it."""
+        self.broken = True
+        self.steps += 1
+        self.picked = []
+        try:
+            yield
+        except ContractError:
+            self._contract_broken()
+            raise
+        self._settle()
+        self._end_pauses()
+        self.broken = False
+        if self.priorities is not None:
+            self.priorities.step()
+
+    def _contract_broken(self) -> None:
+        """Keep the example's story for the report: no verdict, but how it got there."""
+        self.h.broke_contract = (render(self.history, SECOND), tuple(self.program))
+
+    def _end_pauses(self) -> None:
+        """Let each call whose pause has lasted its steps go on, oldest pause first; a
+        worker stopped meanwhile (SIGSTOP) goes on with it once it is resumed."""
+        parked = {w.name: w for w in self._parked()}
+        for name, (since, hold) in sorted(self.pauses.items(), key=lambda p: p[1][0]):
+            w = parked.get(name)
+            if w is None:  # resumed by `resume_call`, or its worker crashed
+                del self.pauses[name]
+            elif self.steps - since >= hold and not w.paused:
+                del self.pauses[name]
+                self._resume_call(w)
+
+    def _new_worker(self, name: str) -> Worker:
+        beat = self.pool.open(f"{name}/beat") if self.caps.heartbeats else None
+        return Worker(name=name, main=self.pool.open(name), beat=beat)
+
+    def _claim_in_flight(self, call: int) -> None:
+        self.judge.claim_sent(call)
+
+    def _release_in_flight(self, op: str, releases: Sequence[Held], at: int) -> None:
+        """Tell the judge that these claims may be given back from `at` on: their
+        completion or failure report is in flight (it may commit before it answers)."""
+        for h in releases:
+            if h.grant is not None:
+                self.judge.releasing(h.grant, op, at)
+
+    def _release_lost(self, w: Worker, op: str, h: Held, at: int) -> None:
+        """Tell the judge that `h`'s completion or failure report, sent at `at`, lost its
+        answer: it may have committed, so the job may have been given back since then.
+        Inside a transaction the worker holds, nothing it did outlives the loss."""
+        if h.grant is not None and w.txn is None:
+            self.judge.release_unknown(h.grant, op, at)
+
+    def _claim_over(self, call: int, op: str, outcome: Outcome) -> None:
+        """Tell the judge which jobs a claim that was in flight handed out (if known)."""
+        if op == "claim":
+            raws = [answers.claim(self.queue.name, outcome)]
+        else:
+            raws = answers.claims(self.queue.name, outcome)
+        jobs = [answers.checked(self.queue.name, op, r).job_id for r in raws if r is not None]
+        known = isinstance(outcome, (Answered, Raised))
+        self.judge.claim_answered(call, jobs, known)
+
+    def _observe(self, job_id: JobId) -> str:
+        """Read the job's status from the queue's own tables (its `state`), as committed."""
+        assert self.caps.state is not None
+        try:
+            status = self.caps.state(self.pool.monitor, job_id)
+        except Exception as exc:
+            raise ContractError(
+                f"{self.queue.name}: state() raised {answers.Raised(exc).quote} for job "
+                f"{job_id!r}; it must read the job's status and answer one of {', '.join(STATES)}"
+            ) from None
+        if status not in STATES:
+            raise ContractError(
+                f"{self.queue.name}: state() answered {status!r} for job {job_id!r}; "
+                f"answer one of {', '.join(STATES)}"
+            )
+        return status
+
+    def _job_label(self, claim: Claim) -> str:
+        job = self.oracle.jobs.get(claim.job_id)
+        return job.label if job else f"job?{claim.job_id}"
+
+    def _instant(self, w: Worker, at: int) -> int:
+        """Return the instant `now()` read in `w`'s call sent at `at`: inside the transaction
+        `w` holds open, the transaction's start (PostgreSQL's `now()`), else `at`. Only a call
+        sent in that transaction answers while it is open: the worker waits for its calls.
+        A lease such a call writes starts then; the call still takes effect when it runs."""
+        return w.began if w.txn is not None else at
+
+    def _apply(self, w: Worker, update: Callable[[], None]) -> None:
+        """Apply an oracle update now, or at commit when the worker holds a transaction."""
+        if w.txn is None:
+            update()
+        else:
+            w.txn.append(update)
+
+    def _set_clock(self, target: int) -> None:
+        delta = target - self.now
+        if delta <= 0:
+            return
+        clock.advance(self.pool.monitor, timedelta(microseconds=delta))
+        if self.caps.advance_clock is not None:
+            self.caps.advance_clock(self.pool.monitor, timedelta(microseconds=delta))
+        for w in self.workers:
+            if w.waiting is not None:  # a call in flight: blocked, or paused at its gate
+                for h in w.granted:
+                    assert h.grant is not None
+                    if self.now < h.grant.lease_end <= target:
+                        self._saw("lease ran out while its call waited")
+        self.now = target
+
+    def _saw(self, situation: str) -> None:
+        """Count a dangerous situation only the driver sees (`stateful.verdict.coverage`)."""
+        self.judge.situation(situation)
+
+    def _advance(self, target: int) -> None:
+        """Move time to `target`, firing running workers' heartbeats when they fall due."""
+        while True:
+            due = [
+                (h.next_beat, i, w, h)
+                for i, w in enumerate(self.workers)
+                if not w.paused and not w.crashed and w.beat_waiting is None
+                for h in w.granted
+                if h.believed and h.next_beat is not None
+            ]
+            due = [d for d in due if d[0] is not None and d[0] <= target]
+            if not due:
+                break
+            when = min(d[0] for d in due if d[0] is not None)
+            self._set_clock(when)
+            for _, _, w, h in sorted(((d for d in due if d[0] == when)), key=lambda d: d[1]):
+                if w.beat_waiting is None:
+                    self._beat(w, h)
+        self._set_clock(target)
+
+    def _beat(self, w: Worker, h: Held) -> None:
+        raise NotImplementedError  # `stateful.engine.calls`
+
+    def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
+        updates, undo, calls = w.txn or [], w.undo, w.txn_calls
+        w.txn, w.undo, w.txn_calls = None, [], []
+        self.ended.append((w.name, commit))
+        if commit:
+            for update in updates:
+                update()
+            for h in w.granted:
+                if h.next_beat is None and h.believed and w.beat is not None:
+                    h.next_beat = self.now + BEAT
+        else:
+            w.held = [h for h in w.snapshot if h.grant is not None]
+            self.voided.update(calls)
+            self.history.add(self.now, w.name, "rollback", "event", note=why)
+            for hook in undo:
+                hook()
+        w.snapshot = []
+        self.db_dirty = True
+
+    def _replace(self, w: Worker, why: str, *, same_name: bool = False) -> Worker:
+        """Crash `w`: end both backends; a fresh worker with a new name takes its place
+        (with `same_name`, one the queue is told the old name, as a restarted process is).
+
+        Backends with a call in flight go first: ending the main connection first
+        would roll back its transaction and let a heartbeat blocked behind it run,
+        racing its own termination. A heartbeat connection the worker never sent a
+        call on holds nothing and the queue never saw it, so it goes back to the pool
+        alive: starting backends was half of the server's CPU in `bench.step_cost`.
+        """
+        sessions = [s for s in (w.main, w.beat) if s is not None and (s is w.main or s.used)]
+        for session in sorted(sessions, key=lambda s: s.pending is None):
+            self.pool.terminate(session)
+        self._settle()
+        if w.txn is not None:
+            self._end_txn(w, commit=False, why=why)
+        w.crashed = True
+        for done in (w.main, w.beat):
+            if done is not None:
+                self.pool.release(done)
+        base = w.name.split(".")[0]
+        fresh = self._new_worker(f"{base}.{next(self.generation)}")
+        starts = f"{fresh.name} starts"
+        if same_name:
+            fresh.known_as = w.queue_name
+            starts = f"{fresh.name} starts under the old name {fresh.known_as}"
+        self.workers[self.workers.index(w)] = fresh
+        self.history.add(self.now, w.name, "crash", "event", note=f"{why}; {starts}")
+        return fresh
+
+    def _may(self, w: Worker, call: str) -> bool:
+        """Return whether `w` may make `call` now: outside a held transaction, or one the
+        queue lets that call run in."""
+        return w.txn is None or call in self.caps.held_calls or call not in CALLS
+
+    def _pairs(self, call: str) -> list[tuple[Worker, Held]]:
+        return [(w, h) for w in self.workers if w.can_act and self._may(w, call) for h in w.held]
+
+    def _pick_pair(self, pick: int, call: str) -> tuple[Worker, Held]:
+        """Return a worker's claim to make `call` on: the own move of a worker."""
+        pairs = self._pairs(call)
+        if self.priorities is not None:
+            top = self.priorities.top([_slot(w) for w, _ in pairs])
+            pairs = [(w, h) for w, h in pairs if _slot(w) == top]
+        w, h = pairs[pick % len(pairs)]
+        self.picked.append(h.label)
+        return w, h
+
+    def _claimers(self) -> list[Worker]:
+        """Return the workers that may claim now (one job at a time, if the queue says so)."""
+        return [
+            w
+            for w in self.workers
+            if w.can_act
+            and self._may(w, "claim")
+            and not (self.caps.one_claim_per_worker and w.held)
+        ]
+
+    def _pick(self, workers: list[Worker], pick: int) -> Worker:
+        """Return the worker a fault (or a stall) falls on: always the drawn one."""
+        w = workers[pick % len(workers)]
+        self.picked.append(w.name)
+        return w
+
+    def _pick_own(self, workers: list[Worker], pick: int) -> Worker:
+        """Return the worker that makes its own move: the drawn one, or under a priority
+        schedule the one of highest priority."""
+        if self.priorities is None:
+            return self._pick(workers, pick)
+        top = self.priorities.top([_slot(w) for w in workers])
+        w = next(w for w in workers if _slot(w) == top)
+        self.picked.append(w.name)
+        return w
+
+    def _lease_ends(self) -> list[int]:
+        return sorted(
+            g.lease_end
+            for job in self.oracle.jobs.values()
+            for g in job.grants
+            if not g.released and not job.finished and g.lease_end > self.now
+        )
+
+    def _actors(self) -> list[Worker]:
+        """Return every worker and the sweeper, if it has started."""
+        return [*self.workers, *([self.sweeper] if self.sweeper else [])]
+
+    def _parked(self) -> list[Worker]:
+        """Return the actors whose call waits at its gate, between two of its statements."""
+        return [w for w in self._actors() if w.main.parked]
+
+    def _busy(self) -> list[Worker]:
+        """Return workers whose crash or cut would change something: they hold work."""
+        return [w for w in self.workers if w.held or w.txn is not None or w.waiting is not None]
+
+    def _enqueue(self) -> None:
+        label = f"job{len(self.jobs) + 1}"
+        self.history.add(self.now, "producer", "enqueue", "invoke", job=label)
+        job_id = self.queue.enqueue(self.pool.monitor, {"n": len(self.jobs) + 1, "kind": "receipt"})
+        self.judge.enqueued(job_id, label)
+        self.jobs.append(label)
+        self.history.add(self.now, "producer", "enqueue", "ok", job=label, value=_plain(job_id))
+        self.say(f"t={seconds(self.now)} enqueue {label}")
+        # One microsecond per job, so no two jobs share a timestamp (an order by time
+        # never rests on a tie-break the queue leaves to chance), and no claim shares
+        # its job's instant (a queue may hand out only jobs due strictly before now).
+        self._advance(self.now + 1)
+
+    def _begin(self, w: Worker, level: str | None = None, snapshot: str | None = None) -> None:
+        """Open `w`'s held transaction; above READ COMMITTED, run `snapshot` in it if given,
+        so the transaction's snapshot is taken now rather than at the queue's first call."""
+        w.main.conn.execute(isolation.begin(level))
+        taken = snapshot is not None and level in isolation.LEVELS[1:]
+        if snapshot is not None and taken:
+            w.main.conn.execute(snapshot)
+        w.txn, w.undo, w.snapshot = [], [], list(w.held)
+        w.began, w.level = self.now, level or ""
+        said = f"{level}, snapshot taken" if taken else level or ""
+        self.history.add(self.now, w.name, "begin", "event", note=said)
+        at = f" ({said})" if said else ""
+        self.say(f"t={seconds(self.now)} {w.name} begins a transaction{at}")
+
+    def _resume(self, w: Worker) -> None:
+        # Its overdue heartbeats fire at the next tick of the clock, not before the
+        # worker's own next step: a woken worker may well complete before it learns
+        # that its lease ran out.
+        w.paused = False
+        self.history.add(self.now, w.name, "resume", "event")
+        self.say(f"t={seconds(self.now)} {w.name} resumes")
+
+    def _sweeper(self) -> Worker:
+        if self.sweeper is None:
+            self.sweeper = Worker(name="sweeper", main=self.pool.open("sweeper"), beat=None)
+        return self.sweeper
+
+    def _refresh(self) -> None:
+        """Read the ground truth (effect rows) when a step may have changed it."""
+        if not self.db_dirty:
+            return
+        self.db_dirty = False
+        rows = self.pool.monitor.execute(clock.QUERIES["effects"].text).fetchall()
+        refused = {call for call, (_, said) in self.completions.items() if said is False}
+        self.judge.effect_rows(rows, refused, self.voided)
+
+    def _check(self) -> None:
+        """Raise the first violation found: later ones in the same step are often its echo."""
+        self._refresh()
+        self._claims_settled()
+        said = [*self.oracle.ledger.declared, *self.oracle.ledger.unjudged]
+        for line in said[self.said :]:
+            self.say(f"  not judged: {line}")
+        self.said = len(said)
+        for violation in self.oracle.ledger.violations:
+            self._raise(violation)
+
+    def _claims_settled(self) -> None:
+        """After a step in which a claim answered, have the judge look at what the queue
+        shows running (no-hidden-claims); say whether a claim's outcome was left unknown
+        (the harness cancelled it, or its connection died) without it being in flight."""
+        new = [e for e in self.history.events[self.looked :] if e.op in CLAIMING]
+        self.looked = len(self.history.events)
+        answered = any(e.kind in ("ok", "fail", "info") for e in new)
+        unknown = any(e.kind == "info" or e.value == "cancelled" for e in new)
+        if answered or unknown:
+            self.judge.claims_settled(unknown)
+
+    def _raise(self, violation: Violation) -> None:
+        """Fail the example on `violation`, unless its property is excused."""
+        if violation.prop in self.h.excused:
+            return
+        self.broken = True
+        timeline = render(self.history, SECOND)
+        self.h.recorder.last[violation.prop] = Failure(
+            violation, tuple(self.program), self.history, timeline, self.judge.to_json()
+        )
+        raise violation_error(violation.prop)(violation, timeline)
+
+    def _clean_up(self) -> None:
+        self.h.coverage.update(self.oracle.ledger.situations)
+        self.h.moves.update(step.rule for step in self.program)
+        for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
+            for session in (w.main, w.beat):
+                if session is not None and not w.crashed:
+                    self.pool.release(session)
+        self.workers = []
+        self.sweeper = None
+        self.h.reset()

@@ -1,0 +1,92 @@
+"""The composite arguments of the machine's two story rules, and why they are composite.
+
+Hypothesis orders a machine's rules by their number of arguments, then by name, and
+it extends every new prefix of an early example with the simplest choices: the first
+rule whose precondition holds, with every argument at its simplest. Whatever sorts
+first therefore runs again and again in about half of the first examples. Giving the
+stall and the claim one argument each, and names that sort first (`asleep`, then
+`claim`), makes that default continuation the story itself: a worker claims, falls
+asleep past its lease, another reclaims, the sleeper wakes, completes and claims
+again. The simplest value of each field is the move most likely to expose a race, so
+shrinking toward it also shortens the counterexample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from leasecheck.stateful.engine import priorities
+
+PICK = st.integers(min_value=0, max_value=7)
+"""An index into the workers (or held claims) eligible for a rule, taken modulo their count."""
+
+AFTER = st.integers(min_value=1, max_value=3)
+"""After how many round trips a preempted call pauses (a transaction's BEGIN is one)."""
+
+HOLD = st.integers(min_value=1, max_value=6)
+"""How many further steps a call paused between its statements waits before it goes on
+by itself (`resume_call` may end the pause sooner). Left to `resume_call` alone, a pause
+mostly lasted until the worker crashed or the example ended: in one `ci` run 93 calls
+paused and 11 went on before teardown, so the race a pause opens was rarely closed.
+The simplest value, one step between two statements, is the shallowest preemption."""
+
+BATCH = st.integers(min_value=1, max_value=3)
+"""How many jobs a batch claim asks for, or a batch completion takes."""
+
+WAKE_UP = ("complete", "fail", "heartbeat", "nothing", "batch")
+"""What a worker that wakes does first with the job it was working on (simplest first);
+`batch` fetches once more and acknowledges all it holds in one batch."""
+
+
+@dataclass(frozen=True)
+class Take:
+    """Which eligible worker claims, and whether inside a transaction it keeps open."""
+
+    worker: int
+    held: bool
+
+
+RIVALS = ("commits", "holds", "holds, lock_timeout")
+"""How the worker that reclaims from a sleeper does it (simplest first): in a call that
+commits at once; in a transaction it keeps open, so the woken worker's call on the job
+waits on its row lock; or that, with the woken worker's session under `lock_timeout`,
+so the wait fails with 55P03, as production's configured timeout makes it. Without the
+open transaction no call waited on a lock in a whole `ci` run of the reference."""
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Which worker falls asleep past its lease, whether it sleeps alone, and what it does
+    on waking. `alone=False` (the simplest) means another worker reclaims meanwhile, as
+    `rival` says (a program saved before it had one reclaims as "commits")."""
+
+    worker: int
+    alone: bool
+    then: str
+    rival: str = RIVALS[0]
+
+    def __repr__(self) -> str:
+        """The call that builds it, leaving out a default rival: programs read as before."""
+        rival = "" if self.rival == RIVALS[0] else f", rival={self.rival!r}"
+        return f"Stall(worker={self.worker!r}, alone={self.alone!r}, then={self.then!r}{rival})"
+
+
+TAKE = st.builds(Take, worker=PICK, held=st.booleans())
+STALL = st.builds(
+    Stall,
+    worker=PICK,
+    alone=st.booleans(),
+    then=st.sampled_from(WAKE_UP),
+    rival=st.sampled_from(RIVALS),
+)
+
+
+ORDERS = st.permutations(range(5))
+"""A priority schedule's order: worker i's priority is entry i (at most five workers)."""
+
+CHANGES = st.lists(
+    st.integers(min_value=1, max_value=40), max_size=priorities.DEPTH - 1, unique=True
+)
+"""The steps after which the worker that acted last drops below every other."""

@@ -1,0 +1,1 @@
+"""The story that tells: timelines, pictures, saved programs, replay and minimizing."""

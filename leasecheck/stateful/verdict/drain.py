@@ -1,0 +1,70 @@
+"""no-lost-jobs: after healing and a full drain, every job is done once or failed for good.
+
+Judged once, from what the queue's own `state()` shows after the drain: finality
+is never inferred from claim counts. A job failed for good before its cap while
+claims lost their answers may have used its attempts unseen: said, not judged.
+Whatever still waited for a call to answer is said too (the teardown lets every
+call answer, so none is expected), and then done-effect reads the same answers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from leasecheck.stateful import properties as P
+from leasecheck.stateful.contract import DONE, FAILED
+from leasecheck.stateful.verdict import effects, releases
+
+if TYPE_CHECKING:
+    from leasecheck.stateful.verdict.model import Oracle
+
+
+def judge(oracle: Oracle) -> None:
+    """Judge no-lost-jobs, then done-effect, once healing and a full drain are over."""
+    ledger = oracle.ledger
+    oracle.in_flight.never_answered(ledger)
+    for job in oracle.jobs.values():
+        for g in job.grants:
+            releases.never_answered(ledger, g)
+    for job in oracle.jobs.values():
+        if len(job.grants) > 1:
+            ledger.saw("job recovered and drained")
+    lost = lost_jobs(oracle)
+    if lost:
+        ledger.flag(
+            P.NO_LOST_JOBS,
+            "after healing and a full drain, the queue shows jobs neither done once "
+            "nor failed for good",
+            *lost,
+            *ledger.raised[:3],
+            jobs=tuple(line.split(":")[0] for line in lost),
+        )
+    effects.judge(oracle)  # done-effect, from what state() showed just now
+
+
+def lost_jobs(oracle: Oracle) -> list[str]:
+    """Return the jobs the queue shows neither done once nor failed for good (after a drain).
+
+    Read from the queue's own `state`; the caller judges this only when it has one.
+    A job failed for good before its cap while claims lost their answers is neither:
+    it goes to `unjudged` (so `judge`, its one caller, says it once).
+    """
+    assert oracle.observe is not None, "no-lost-jobs needs the queue's state()"
+    lost = []
+    cap = oracle.max_attempts
+    for job_id, job in oracle.jobs.items():
+        status = oracle.shown[job_id] = oracle.observe(job_id)
+        done = ", ".join(g.label for g in job.completed_by) or "nobody"
+        claims = f"{len(job.grants)} claims"
+        if status == DONE and len(job.completed_by) <= 1:
+            continue
+        if status == FAILED and not job.completed_by:
+            if cap is None or oracle.exhausted(job):
+                continue
+            if oracle.may_be_exhausted(job):
+                oracle.ledger.unjudged.append(f"{job.label}: {oracle.lost_attempts(job)}")
+                continue
+            lost.append(f"{job.label}: failed for good after {claims} of the {cap} it was promised")
+            continue
+        lost.append(f"{job.label}: the queue shows it {status} ({claims}, completed by {done})")
+    return lost

@@ -1,0 +1,544 @@
+"""The independent oracle: who should own each job, judged from the history alone.
+
+It never calls or imports the implementation under test. It is told what the
+queue answered and when (in commit order), and it says which property an answer
+breaks. Times are simulated seconds since the start of the example; leases are
+half-open intervals [granted, end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+
+from leasecheck.stateful import properties as P
+from leasecheck.stateful.contract import FAILED, Claim, JobId
+from leasecheck.stateful.properties import Violation
+from leasecheck.stateful.verdict import drain, releases
+from leasecheck.stateful.verdict.hidden import Doubts
+from leasecheck.stateful.verdict.inflight import InFlight
+from leasecheck.stateful.verdict.ledger import Ledger
+from leasecheck.stateful.verdict.receiver import Effects
+
+
+@dataclass(eq=False)
+class Grant:
+    """One claim the queue handed out and the oracle accepted as committed."""
+
+    claim: Claim
+    label: str
+    granted_at: int
+    lease_end: int
+    released: bool = False
+    seq: int = 0
+    """Where it stands among every grant the oracle was told of, in the order told."""
+    renewals: list[tuple[int, int]] = field(default_factory=list)
+    """(when, the lease end it replaced) for each heartbeat that extended the lease."""
+    releasing: int | None = None
+    """When its completion or failure report now in flight was sent: it may give the job
+    back at any moment from then until it answers."""
+    released_unknown: int | None = None
+    """When a completion or failure report of it that lost its answer was sent: it may
+    have given the job back at any moment since."""
+    done: int | None = None
+    """Where its accepted completion stands among every accepted completion, in the
+    order told (None: none accepted)."""
+    held: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
+    """Verdicts that wait for its release in flight: judged if that release is refused,
+    said but not judged if it is accepted (it may have come first) or loses its answer."""
+
+
+@dataclass
+class JobModel:
+    """What the oracle knows about one job."""
+
+    label: str
+    grants: list[Grant] = field(default_factory=list)
+    tokens: list[Hashable] = field(default_factory=list)
+    completed_by: list[Grant] = field(default_factory=list)
+    effect_keys: set[str] = field(default_factory=set)
+    effects_accepted: int = 0
+    unsure: list[Grant] = field(default_factory=list)
+    """Grants whose order against each other cannot be told: one of their claims
+    answered after the others were granted while it was in flight, so which of them
+    owns the job is unknown until a later grant settles it."""
+    unseen: bool = False
+    """Whether a claim that lost its answer may hold the job: then the grant told last
+    may no longer own it, until a later grant settles it."""
+
+    @property
+    def finished(self) -> bool:
+        """Return whether the queue accepted a completion (an answer, never an inference)."""
+        return bool(self.completed_by)
+
+
+Observe = Callable[[JobId], str]
+"""Reads a job's status from the queue's own tables (the contract's `state`)."""
+
+
+@dataclass
+class Oracle:
+    """Judges each answer of the queue against the properties.
+
+    Finality is never inferred from claim counts: the queue's own `state` (through
+    `observe`) says whether a job is done or failed; without it, what needs it goes
+    unjudged and is listed in `unjudged`.
+    """
+
+    lease: int
+    max_attempts: int | None
+    ordered_tokens: bool
+    revokes_expired: bool = False
+    answers_complete: bool = False
+    """Judge single-completion from accepted answers (the effect runs outside the completion)."""
+    observe: Observe | None = None
+    jobs: dict[JobId, JobModel] = field(default_factory=dict)
+    ledger: Ledger = field(default_factory=Ledger)
+    """What it has said: verdicts, and what it could not judge (`stateful.verdict.ledger`)."""
+    in_flight: InFlight = field(default_factory=InFlight)
+    """Claims sent and not answered yet (`stateful.verdict.inflight`)."""
+    effects: Effects = field(init=False)
+    """The receiver, the keys and the effect rows (`stateful.verdict.receiver`)."""
+    told: int = 0
+    """Grants told so far."""
+    done_told: int = 0
+    """Accepted completions told so far."""
+    shown: dict[JobId, str] = field(default_factory=dict)
+    """What `state()` showed for each job after the drain (read once, for no-lost-jobs)."""
+    doubts: Doubts = field(default_factory=Doubts)
+    """Jobs a claim the harness cancelled may hold (no-hidden-claims, `stateful.verdict.hidden`)."""
+
+    def __post_init__(self) -> None:
+        self.effects = Effects(self.ledger)
+
+    def enqueued(self, job_id: JobId, label: str) -> None:
+        self.jobs[job_id] = JobModel(label=label)
+
+    def job(self, claim: Claim) -> JobModel:
+        try:
+            return self.jobs[claim.job_id]
+        except KeyError:
+            raise AssertionError(
+                f"the queue handed out job id {claim.job_id!r}, which was never enqueued"
+            ) from None
+
+    def owner(self, job: JobModel) -> Grant | None:
+        """Return the grant that owns the job now: the latest one, unless released or finished."""
+        if not job.grants or job.finished:
+            return None
+        latest = job.grants[-1]
+        return None if latest.released else latest
+
+    def grant(
+        self,
+        claim: Claim,
+        label: str,
+        at: int,
+        key: str,
+        sent: int | None = None,
+        answered_at: int | None = None,
+        lease_from: int | None = None,
+    ) -> Grant:
+        """Record a committed claim and check it against every earlier one of its job.
+
+        Its lease ends a lease after `lease_from`, the instant its `now()` read, when that
+        differs from `at` (a claim inside a transaction held open since then: the lease it
+        wrote may even have ended before it was granted).
+
+        A claim answered after it was in flight (`sent`: its call) may have taken the
+        job before or after the grants told meanwhile: its token order and lease are
+        checked against the grants told before it was sent, and the rest is said to
+        be unjudged, never guessed. It took the job at some moment between `at` (sent)
+        and `answered_at`: an earlier lease breaks exclusive-lease only if it held
+        over that whole stretch."""
+        job = self.job(claim)
+        start = at if lease_from is None else lease_from
+        new = Grant(claim=claim, label=label, granted_at=at, lease_end=start + self.lease)
+        new.seq, self.told = self.told, self.told + 1
+        jobs = (job.label,)
+        since = self.in_flight.told_when_sent.get(sent, new.seq) if sent is not None else new.seq
+        meanwhile = [g for g in job.grants if g.seq >= since]
+        earlier = [g for g in job.grants if g.seq < since]
+        if meanwhile:
+            self.ledger.unjudged.append(
+                f"{label} answered after {', '.join(g.label for g in meanwhile)} of "
+                f"{job.label} was granted while its claim was in flight: which came first, "
+                "and so their token order, their leases against each other and which of "
+                "them owns the job, cannot be told"
+            )
+        if any(not g.released for g in job.grants):
+            self.ledger.saw("expired lease claimed again")
+        if self.max_attempts is not None and len(job.grants) + 1 >= self.max_attempts:
+            at_cap = len(job.grants) + 1 == self.max_attempts
+            self.ledger.saw(
+                "claim at the attempt cap" if at_cap else "claim past the attempt cap tried"
+            )
+        done_since = (
+            self.in_flight.done_when_sent.get(sent, self.done_told) if sent is not None else None
+        )
+        done_before = [g for g in job.completed_by if done_since is None or _done(g) < done_since]
+        if done_before:
+            self.ledger.flag(
+                P.NO_LOST_JOBS,
+                f"{job.label} was handed out again ({label}) after the queue had accepted "
+                "its completion",
+                *(g.label for g in done_before),
+                jobs=jobs,
+                grants=(label, *(g.label for g in done_before)),
+            )
+        elif job.finished:
+            self.ledger.unjudged.append(
+                f"{label} answered after the completion of "
+                f"{', '.join(g.label for g in job.completed_by)} was accepted while its claim "
+                "was in flight: it may have taken the job before that completion committed"
+            )
+        if claim.token in job.tokens:
+            self.ledger.flag(
+                P.FENCING,
+                f"{label} carries token {claim.token!r}, already handed out for {job.label}",
+                jobs=jobs,
+                grants=(label,),
+            )
+        elif self.ordered_tokens and earlier and not _greater(claim.token, earlier[-1].claim.token):
+            self.ledger.flag(
+                P.FENCING,
+                f"{label} carries token {claim.token!r}, not greater than "
+                f"{earlier[-1].claim.token!r} although the queue declares ordered tokens",
+                jobs=jobs,
+                grants=(label, earlier[-1].label),
+            )
+        latest = answered_at if sent is not None and answered_at is not None else at
+        when = f"at t={at / 1e6:g}s"
+        if latest != at:
+            when = f"between t={at / 1e6:g}s and t={latest / 1e6:g}s (its claim was in flight)"
+        for other in earlier:
+            held_until = _lease_end_as_of(other, at)  # a later renewal may come after the grant
+            if not other.released and held_until > latest:
+                said = (
+                    f"{label} was granted {when} while "
+                    f"{other.label} held a lease until t={held_until / 1e6:g}s"
+                )
+                flag = partial(
+                    self.ledger.flag,
+                    P.EXCLUSIVE_LEASE,
+                    said,
+                    jobs=jobs,
+                    grants=(label, other.label),
+                )
+                if not releases.pending(self.ledger, other, said, latest, flag):
+                    flag()
+        if self.max_attempts is not None and len(job.grants) + 1 > self.max_attempts:
+            self.ledger.flag(
+                P.RETRY_CAP,
+                f"{job.label} claimed {len(job.grants) + 1} times; "
+                f"the queue promises at most {self.max_attempts}",
+                jobs=jobs,
+                grants=(label, *(g.label for g in job.grants)),
+            )
+        self.effects.note_key(job, key, label)
+        job.grants.append(new)
+        job.tokens.append(claim.token)
+        # A grant told with none meanwhile came after every grant told before it: it owns
+        # the job for sure. Otherwise the owner is one of the grants that raced.
+        job.unsure = [*dict.fromkeys([*job.unsure, *meanwhile, new])] if meanwhile else []
+        job.unseen = False
+        return new
+
+    def _unsure(self, job: JobModel, grant: Grant, what: str, accepted: bool) -> bool:
+        """Say, and return, whether who owns the job cannot be told for `grant`'s call:
+        it is among grants whose order is unknown, or it was the owner before a claim that
+        lost its answer may have taken the job. Then whether the call was the owner's or
+        a stale one is unknown, and neither its acceptance nor its refusal is judged."""
+        answer = "accepted" if accepted else "refused"
+        if grant in job.unsure:
+            others = ", ".join(g.label for g in job.unsure if g is not grant)
+            self.ledger.unjudged.append(
+                f"the {what} of {grant.label} was {answer}: whether it or {others} owns "
+                f"{job.label} cannot be told (their claims raced, one in flight)"
+            )
+            return True
+        if job.unseen and grant is self.owner(job):
+            self.ledger.unjudged.append(
+                f"the {what} of {grant.label} was {answer}: a claim that lost its answer "
+                f"may have taken {job.label} since, so whether it still owns it cannot be told"
+            )
+            return True
+        return False
+
+    def _refused(self, grant: Grant, what: str, at: int, raised: str | None = None) -> None:
+        """Judge the owner's call that the queue refused at `at`.
+
+        The current owner (its lease unexpired) is never refused. A late owner, whose
+        lease ran out but whom nobody replaced, is refused rightly only when the queue
+        shows it gave the job up at its cap, or declares that its recovery revokes
+        expired leases (then the refusal is its design, said but not judged).
+        """
+        job = self.job(grant.claim)
+        how = f"refused (it raised {raised})" if raised else "refused"
+        said = f"the {what} of {grant.label}, which owns {job.label}, was {how} at t={at / 1e6:g}s"
+        if releases.pending(
+            self.ledger, grant, said, at, partial(self._refused, grant, what, at, raised)
+        ):
+            return
+        refs = {"jobs": (job.label,), "grants": (grant.label,)}
+        if grant.lease_end > at:
+            self.ledger.flag(
+                P.OWNER_PROGRESS,
+                said,
+                f"its lease ran until t={grant.lease_end / 1e6:g}s and nobody else was granted "
+                f"{job.label}",
+                **refs,
+            )
+            return
+        late = f"{said}, after its lease ended at t={grant.lease_end / 1e6:g}s"
+        if self.revokes_expired:
+            self.ledger.declared.append(f"{late}: the queue declares revokes_expired")
+            return
+        if self.observe is None:
+            self.ledger.unjudged.append(f"{late}: without state() it cannot be told from giving up")
+            return
+        status = self.observe(grant.claim.job_id)
+        if status == FAILED and self.exhausted(job):
+            return  # given up at its cap, as the queue's own table shows
+        if status == FAILED and self.may_be_exhausted(job):
+            self.ledger.unjudged.append(f"{late}: {self.lost_attempts(job)}")
+            return
+
+        def flag() -> None:
+            why = f"nobody else was granted {job.label}; the queue shows it {status}"
+            self.ledger.flag(P.LATE_OWNER, late, why, **refs)
+
+        # A claim whose statement ran but whose answer has not come back (it waits
+        # between statements, or on a lock) may have taken the job already.
+        if not self.in_flight.wait(grant.claim.job_id, late, flag):
+            flag()
+
+    def releasing(self, grant: Grant, op: str, at: int) -> None:
+        """`grant`'s completion or failure report (`op`), sent at `at`, is in flight
+        (`stateful.verdict.releases`)."""
+        releases.sent(grant, at)
+        self.ledger.saw("release in flight")
+
+    def release_unknown(self, grant: Grant, op: str, at: int) -> None:
+        """`grant`'s report (`op`), sent at `at`, lost its answer (`stateful.verdict.releases`)."""
+        releases.lost(self.ledger, grant, op, at)
+
+    def claim_sent(self, call: int) -> None:
+        """A claim call was sent and has not answered: late owners wait for its answer."""
+        self.in_flight.sent(call, self.told, self.done_told)
+
+    def claim_answered(self, call: int, jobs: list[JobId], known: bool) -> None:
+        """The claim call `call` answered with `jobs` (`stateful.verdict.inflight`)."""
+        self.in_flight.answered(call, jobs, known, self.jobs, self.ledger)
+
+    def external_effect(self, grant: Grant, key: str) -> bool:
+        """Deliver an effect to the deduplicating receiver; return whether it took it."""
+        return self.effects.deliver(self.job(grant.claim), grant, key)
+
+    def effect_rows(
+        self, rows: Iterable[tuple[int, str, str, str]], refused: set[int], voided: set[int]
+    ) -> None:
+        """Judge the effect rows committed so far (the ground truth in the database)."""
+        labels = {str(k): m.label for k, m in self.jobs.items()}
+        self.effects.judge_rows(rows, refused, voided, labels)
+
+    def drained(self) -> None:
+        """Judge no-lost-jobs and done-effect, once healing and a full drain are over."""
+        drain.judge(self)
+
+    def heartbeat(
+        self,
+        grant: Grant,
+        accepted: bool,
+        at: int,
+        answered: int | None = None,
+        raised: str | None = None,
+        lease_from: int | None = None,
+    ) -> None:
+        """Judge a heartbeat sent at `at` and answered at `answered` (later, if it waited).
+
+        An extension counts from when it was sent (the statement's `now()`), or from
+        `lease_from` inside a transaction held open since then (its `now()`); a refusal
+        is judged when it came: a call that waited on a lock meets the queue as it is
+        when the lock is let go, and the lease may have run out meanwhile.
+        """
+        job = self.job(grant.claim)
+        if self._unsure(job, grant, "heartbeat", accepted):
+            return
+        self._situation(job, grant, "heartbeat", at, answered)
+        if grant is self.owner(job):
+            if accepted:
+                grant.renewals.append((at, grant.lease_end))
+                grant.lease_end = (at if lease_from is None else lease_from) + self.lease
+            else:
+                self._refused(grant, "heartbeat", at if answered is None else answered, raised)
+        elif accepted:
+            self.ledger.flag(
+                P.FENCING,
+                f"the heartbeat of stale {grant.label} was accepted {_when(at, answered)}",
+                _why_stale(job, grant),
+                jobs=(job.label,),
+                grants=(grant.label, *_others(job, grant)),
+            )
+
+    def complete(
+        self,
+        grant: Grant,
+        accepted: bool,
+        at: int,
+        answered: int | None = None,
+        raised: str | None = None,
+    ) -> None:
+        """Judge a completion; a refusal when it was answered (see `heartbeat`)."""
+        releases.answered(self.ledger, grant, "completion", accepted)
+        job = self.job(grant.claim)
+        unsure = self._unsure(job, grant, "completion", accepted)
+        if not unsure:
+            self._situation(job, grant, "completion", at, answered)
+        if not accepted and not self.answers_complete:
+            self.ledger.saw("completion refused")  # atomic-rejection: judged from the rows alike
+        if unsure:
+            if accepted and self.answers_complete and job.completed_by:
+                self.ledger.flag(  # two accepted completions, whoever owned the job
+                    P.SINGLE_COMPLETION,
+                    f"the queue accepted {len(job.completed_by) + 1} completions of {job.label}",
+                    *(f"accepted: {g.label}" for g in [*job.completed_by, grant]),
+                    jobs=(job.label,),
+                    grants=(grant.label, *(g.label for g in job.completed_by)),
+                )
+        elif grant is self.owner(job):
+            if not accepted:
+                self._refused(grant, "completion", at if answered is None else answered, raised)
+        elif accepted:
+            stale = Violation(
+                P.FENCING,
+                f"the completion of stale {grant.label} was accepted {_when(at, answered)}",
+                (_why_stale(job, grant),),
+                (job.label,),
+                (grant.label, *_others(job, grant)),
+            )
+            if self.answers_complete and job.completed_by:
+                self.ledger.flag(
+                    P.SINGLE_COMPLETION,
+                    f"the queue accepted {len(job.completed_by) + 1} completions of {job.label}",
+                    *(f"accepted: {g.label}" for g in [*job.completed_by, grant]),
+                    jobs=(job.label,),
+                    grants=(grant.label, *(g.label for g in job.completed_by)),
+                )
+            else:
+                # Reported at the end of the example unless it led to a double completion,
+                # which single-completion then reports with the whole story.
+                self.ledger.deferred.append(stale)
+        if accepted:
+            grant.released = True
+            grant.done, self.done_told = self.done_told, self.done_told + 1
+            job.completed_by.append(grant)
+
+    def fail(
+        self,
+        grant: Grant,
+        accepted: bool,
+        at: int,
+        answered: int | None = None,
+        raised: str | None = None,
+    ) -> None:
+        """Judge a failure report; a refusal when it was answered (see `heartbeat`)."""
+        releases.answered(self.ledger, grant, "failure report", accepted)
+        job = self.job(grant.claim)
+        if self._unsure(job, grant, "failure report", accepted):
+            if accepted:
+                grant.released = True
+            return
+        self._situation(job, grant, "failure report", at, answered)
+        if grant is self.owner(job):
+            if accepted:
+                grant.released = True
+            else:
+                where = at if answered is None else answered
+                self._refused(grant, "failure report", where, raised)
+        elif accepted:
+            self.ledger.flag(
+                P.FENCING,
+                f"the failure report of stale {grant.label} was accepted {_when(at, answered)}",
+                _why_stale(job, grant),
+                jobs=(job.label,),
+                grants=(grant.label, *_others(job, grant)),
+            )
+
+    def _situation(
+        self, job: JobModel, grant: Grant, what: str, at: int, answered: int | None
+    ) -> None:
+        """Count what kind of call of `grant` this was: stale, late or the owner's."""
+        if grant is not self.owner(job):
+            self.ledger.saw(f"stale {what} sent")
+        elif grant.lease_end <= at:
+            self.ledger.saw("late owner's call")
+        else:
+            self.ledger.saw("owner's call refused or accepted")
+            if answered is not None and answered != at:
+                self.ledger.saw("owner's call answered after a wait")
+
+    def exhausted(self, job: JobModel) -> bool:
+        """Return whether the job used every attempt it was promised."""
+        return self.max_attempts is not None and len(job.grants) >= self.max_attempts
+
+    def may_be_exhausted(self, job: JobModel) -> bool:
+        """Return whether claims that lost their answers could have used the job's last
+        attempts unseen."""
+        if self.max_attempts is None:
+            return False
+        return len(job.grants) + self.in_flight.lost >= self.max_attempts
+
+    def lost_attempts(self, job: JobModel) -> str:
+        n = self.in_flight.lost
+        return (
+            f"the queue shows it failed for good after {len(job.grants)} claims seen of the "
+            f"{self.max_attempts} it was promised, and {n} claim{'s' if n != 1 else ''} lost "
+            f"{'their' if n != 1 else 'its'} answer, so whether its attempts were used up "
+            "cannot be told"
+        )
+
+
+def _lease_end_as_of(grant: Grant, t: int) -> int:
+    """Return when `grant`'s lease ended as it stood at `t`, before any later renewal."""
+    for when, replaced in grant.renewals:
+        if when > t:
+            return replaced
+    return grant.lease_end
+
+
+def _greater(a: Hashable, b: Hashable) -> bool:
+    try:
+        return bool(a > b)  # type: ignore[operator]
+    except TypeError:
+        return False
+
+
+def _when(at: int, answered: int | None) -> str:
+    """Say when a call was accepted: when sent, and when answered if it waited."""
+    if answered is None or answered == at:
+        return f"at t={at / 1e6:g}s"
+    return f"at t={answered / 1e6:g}s (sent at t={at / 1e6:g}s, it waited or was paused)"
+
+
+def _others(job: JobModel, grant: Grant) -> tuple[str, ...]:
+    """Return the grants a stale call wronged: who completed the job, or who holds it now."""
+    if job.completed_by:
+        return tuple(g.label for g in job.completed_by if g is not grant)
+    later = job.grants[-1]
+    return () if later is grant else (later.label,)
+
+
+def _why_stale(job: JobModel, grant: Grant) -> str:
+    if job.completed_by:
+        return f"{job.label} was already completed by {job.completed_by[0].label}"
+    if grant.released:
+        return f"{grant.label} had already released {job.label}"
+    later = job.grants[-1]
+    return f"{job.label} had been granted again to {later.label} at t={later.granted_at / 1e6:g}s"
+
+
+def _done(grant: Grant) -> int:
+    assert grant.done is not None, grant.label  # only accepted completions are asked
+    return grant.done
