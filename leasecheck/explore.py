@@ -99,54 +99,54 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
         out.extend(Step(rule, {"pick": i, **extra}) for i in range(count))
 
     if d.can_claim():
-        held = [False, True] if "claim" in d.caps.held_calls else [False]
-        for i in range(len(d._claimers())):
+        held = [False, True] if "claim" in d.core.caps.held_calls else [False]
+        for i in range(len(d.core.claimers())):
             out.extend(Step("claim", {"how": Take(worker=i, held=h)}) for h in held if not h)
             if True in held:
                 out.extend(
                     Step("claim", {"how": Take(worker=i, held=True)} | _level(level))
-                    for level in _levels(d.h.isolation)
+                    for level in _levels(d.core.h.isolation)
                 )
     if d.can_claim_batch():
         for size in (1, 2):
-            picks("claim_batch", len(d._claimers()), size=size)
+            picks("claim_batch", len(d.core.claimers()), size=size)
     if d.can_complete_batch():
-        holders = [w for w in d.workers if w.can_act and d._may(w, "complete") and w.held]
+        holders = [w for w in d.core.workers if w.can_act and d.core.may(w, "complete") and w.held]
         for size in (1, 2):
             picks("complete_batch", len(holders), size=size)
     if d.can_heartbeat():
-        picks("heartbeat", len(d._pairs("heartbeat")))
+        picks("heartbeat", len(d.core.pairs("heartbeat")))
     for rule, call in (("complete", "complete"), ("fail", "fail"), ("send_effect", "send")):
-        picks(rule, len(d._pairs(call)))
+        picks(rule, len(d.core.pairs(call)))
     if d.can_stall():
-        stallers = len([w for w in d.workers if not w.paused and w.granted])
-        rivals = RIVALS if "claim" in d.caps.held_calls else RIVALS[:1]
+        stallers = len([w for w in d.core.workers if not w.paused and w.granted])
+        rivals = RIVALS if "claim" in d.core.caps.held_calls else RIVALS[:1]
         for i in range(stallers):
             hows = [Stall(worker=i, alone=False, then=t, rival=r) for t in WAKE_UP for r in rivals]
             hows += [Stall(worker=i, alone=True, then=t) for t in WAKE_UP]
             out.extend(Step("asleep", {"how": how}) for how in hows)
-    picks("pause", len([w for w in d.workers if not w.paused]))
-    picks("resume", len([w for w in d.workers if w.paused]))
-    picks("crash", len(d._busy()))
-    picks("restart", len(d._busy()))
-    picks("cut", len([w for w in d.workers if w.txn is not None or w.waiting]))
+    picks("pause", len([w for w in d.core.workers if not w.paused]))
+    picks("resume", len([w for w in d.core.workers if w.paused]))
+    picks("crash", len(d.core.busy()))
+    picks("restart", len(d.core.busy()))
+    picks("cut", len([w for w in d.core.workers if w.txn is not None or w.waiting]))
     if d.can_sweep():
         out.extend(Step("sweep", {"after": a}) for a in ("now", "past-lease-end"))
     out.extend(Step("time_passes", {"to": t}) for t in TIMES)
-    levels = _levels(d.h.isolation)
+    levels = _levels(d.core.h.isolation)
     if d.can_open_transaction():
         for level in levels:
-            idle = len([w for w in d.workers if w.can_act and w.txn is None])
+            idle = len([w for w in d.core.workers if w.can_act and w.txn is None])
             picks("open_transaction", idle, **_level(level))
     if d.can_close_transaction():
-        holding = len([w for w in d.workers if w.can_act and w.txn is not None])
+        holding = len([w for w in d.core.workers if w.can_act and w.txn is not None])
         for commit in (True, False):
             picks("close_transaction", holding, commit=commit)
     if preempted < scope.preemptions and d.can_preempt():
         for after in AFTERS:
             picks("preempt", len(d._preemptible()), after=after)
-    picks("resume_call", len(d._parked()))
-    picks("time_out", len(d._timeoutable()))
+    picks("resume_call", len(d.core.parked()))
+    picks("time_out", len(d.calls.timeouts.armable()))
     return out
 
 
@@ -231,16 +231,28 @@ def fingerprint(d: Driver, tables: Tables | None = None) -> Hashable:
             w.main.parked,
             tuple((h.label, h.grant is not None, h.believed, h.next_beat) for h in w.held),
         )
-        for w in d.workers
+        for w in d.core.workers
     )
     jobs = tuple(
         (tuple((g.label, g.lease_end, g.released) for g in job.grants), len(job.completed_by))
-        for job in d.oracle.jobs.values()
+        for job in d.core.oracle.jobs.values()
     )
-    shown = tuple(d._observe(j) for j in d.oracle.jobs) if d.caps.state is not None else ()
-    sweeper = d.sweeper is not None and d.sweeper.waiting is not None
-    rows = tables.digest(d.pool.monitor) if tables is not None else ()
-    return (d.now, workers, jobs, shown, tuple(sorted(d.armed.items())), sweeper, rows)
+    shown = (
+        tuple(d.core.observe(j) for j in d.core.oracle.jobs)
+        if d.core.caps.state is not None
+        else ()
+    )
+    sweeper = d.core.sweeper is not None and d.core.sweeper.waiting is not None
+    rows = tables.digest(d.core.pool.monitor) if tables is not None else ()
+    return (
+        d.core.now,
+        workers,
+        jobs,
+        shown,
+        tuple(sorted(d.core.scheduler.armed.items())),
+        sweeper,
+        rows,
+    )
 
 
 def _run(
@@ -250,7 +262,7 @@ def _run(
     reached and the moves it offers next. A broken property raises."""
     harness.reset()
     d = Driver(harness)
-    d.program.extend(steps)
+    d.core.program.extend(steps)
     try:
         for step in steps:
             getattr(d, step.rule)(**step.args)
@@ -258,7 +270,7 @@ def _run(
         preempted = sum(s.rule == "preempt" for s in steps)
         state, offered = fingerprint(d, tables), enabled(d, scope, preempted)
     except BaseException:
-        d._clean_up()
+        d.core.clean_up()
         raise
     d.teardown()
     return state, offered

@@ -151,7 +151,7 @@ def _river_1302(machine: LeaseMachine) -> None:
             machine.every_property_holds()
         machine.teardown()
     except BaseException:
-        machine.d._clean_up()
+        machine.d.core.clean_up()
         raise
 
 

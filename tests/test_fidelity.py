@@ -116,8 +116,8 @@ def test_a_call_whose_session_the_harness_ended_is_not_judged(
         for step in steps:
             getattr(machine, step.rule)(**step.args)
             machine.every_property_holds()
-        lost = [e for e in machine.d.history.events if e.op == "fail" and e.kind == "info"]
-        assert len(lost) == 1, machine.d.history.events
+        lost = [e for e in machine.d.core.history.events if e.op == "fail" and e.kind == "info"]
+        assert len(lost) == 1, machine.d.core.history.events
         assert lost[0].note == (
             "its session was ended by the harness; the library returned False anyway"
         )
@@ -244,7 +244,9 @@ def test_a_call_the_harness_cancelled_is_not_judged_whatever_it_answers(
         for step in SWALLOWED_CANCEL:
             getattr(machine, step.rule)(**step.args)
             machine.every_property_holds()
-        ended = [e for e in machine.d.history.events if e.op == "complete" and e.kind != "invoke"]
+        ended = [
+            e for e in machine.d.core.history.events if e.op == "complete" and e.kind != "invoke"
+        ]
         assert [(e.kind, e.value) for e in ended] == [("event", "cancelled")] * 2, ended
     finally:
         machine.teardown()

@@ -221,13 +221,13 @@ def test_a_pause_with_a_hold_goes_on_by_itself_after_its_steps(
     goes on at the end of step 8, which resumes the worker, and the race is caught."""
     queue = contract.load(mutants.ALL["check-then-act"])
     machine = LeaseMachine(Harness(queue=queue, pool=reference_pool))
-    machine.d.h.reset()
+    machine.d.core.h.reset()
     parked: list[bool] = []
 
     def run() -> None:
         for step in STALE_AFTER_CHECK_HELD:
             getattr(machine, step.rule)(**step.args)
-            parked.append(bool(machine.d._parked()))
+            parked.append(bool(machine.d.core.parked()))
             machine.every_property_holds()
         machine.teardown()  # the judge names the accepted stale completion by then
 
@@ -243,13 +243,13 @@ def test_a_program_saved_without_a_hold_pauses_until_resume_call(
 ) -> None:
     """Programs written before `hold` replay as they ran: the pause lasts until resume_call."""
     machine = LeaseMachine(Harness(queue=ReferenceQueue(), pool=reference_pool))
-    machine.d.h.reset()
+    machine.d.core.h.reset()
     for step in STALE_AFTER_CHECK[:-1]:
         getattr(machine, step.rule)(**step.args)
         machine.every_property_holds()
     for _ in range(8):
         machine.time_passes(to="second")
-    assert [w.name for w in machine.d._parked()] == ["w0"]
+    assert [w.name for w in machine.d.core.parked()] == ["w0"]
     machine.resume_call(pick=0)
-    assert not machine.d._parked()
+    assert not machine.d.core.parked()
     machine.teardown()

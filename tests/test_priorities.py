@@ -44,7 +44,7 @@ def harness(reference_dsn: str) -> Iterator[Harness]:
 
 
 def _claimers(d: Driver) -> list[str]:
-    return [w.name for w in d.workers if w.held]
+    return [w.name for w in d.core.workers if w.held]
 
 
 def test_own_moves_follow_priorities_and_faults_the_drawn_index(harness: Harness) -> None:
@@ -57,7 +57,7 @@ def test_own_moves_follow_priorities_and_faults_the_drawn_index(harness: Harness
         d.claim(Take(worker=0, held=False))  # step 4: w2 claims
         assert _claimers(d) == ["w1", "w2"]
         d.pause(0)  # a fault: the drawn worker, w0
-        assert [w.name for w in d.workers if w.paused] == ["w0"]
+        assert [w.name for w in d.core.workers if w.paused] == ["w0"]
     finally:
         d.teardown()
 

@@ -60,12 +60,12 @@ class LeaseMachine(RuleBasedStateMachine):
     def __init__(self, harness: Harness) -> None:
         super().__init__()
         self.d = Driver(harness, say=note)
-        self.program = self.d.program
+        self.program = self.d.core.program
 
     @property
     def caps(self) -> Capabilities:
         """What the queue under test declares."""
-        return self.d.caps
+        return self.d.core.caps
 
     @initialize(workers=st.integers(min_value=2, max_value=5))
     @recorded

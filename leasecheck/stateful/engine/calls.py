@@ -19,15 +19,86 @@ from leasecheck.stateful.contract import BatchEffect
 from leasecheck.stateful.engine import answers
 from leasecheck.stateful.engine.answers import Answered, Outcome, Raised
 from leasecheck.stateful.engine.core import Core, seconds
+from leasecheck.stateful.engine.scheduler import plain
+from leasecheck.stateful.engine.timeouts import LockTimeouts
 from leasecheck.stateful.engine.workers import Held, Worker
 from leasecheck.stateful.units import BEAT, LEASE
 
 
-class Calls(Core):
-    """Sends heartbeats, claims, completions, failure reports, effects and sweeps."""
+class Calls:
+    """Sends heartbeats, claims, completions, failure reports, effects and sweeps, and
+    moves time (firing heartbeats as they fall due): a facade over the core's scheduler."""
 
-    def _beat(self, w: Worker, h: Held) -> None:
-        h.next_beat = self.now + BEAT
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.queue = core.queue
+        self.caps = core.caps
+        self.pool = core.pool
+        self.history = core.history
+        self.judge = core.judge
+        """Every answer goes to the judge, which writes it down as a fact and judges it."""
+        self.oracle = core.oracle
+        self.timeouts = LockTimeouts(core)
+        """Every call goes through here: a worker armed by `time_out` sends with a lock
+        timeout set, and the refusals it gives wait for their verdict."""
+
+    # ------------------------------------------------------------ time and jobs
+
+    def enqueue(self) -> None:
+        """The producer adds one job, on the monitor (a producer is no worker)."""
+        label = f"job{len(self.core.jobs) + 1}"
+        self.history.add(self.core.now, "producer", "enqueue", "invoke", job=label)
+        job_id = self.queue.enqueue(
+            self.pool.monitor, {"n": len(self.core.jobs) + 1, "kind": "receipt"}
+        )
+        self.judge.enqueued(job_id, label)
+        self.core.jobs.append(label)
+        self.history.add(self.core.now, "producer", "enqueue", "ok", job=label, value=plain(job_id))
+        self.core.say(f"t={seconds(self.core.now)} enqueue {label}")
+        # One microsecond per job, so no two jobs share a timestamp (an order by time
+        # never rests on a tie-break the queue leaves to chance), and no claim shares
+        # its job's instant (a queue may hand out only jobs due strictly before now).
+        self.advance(self.core.now + 1)
+
+    def advance(self, target: int) -> None:
+        """Move time to `target`, firing running workers' heartbeats when they fall due."""
+        while True:
+            due = [
+                (h.next_beat, i, w, h)
+                for i, w in enumerate(self.core.workers)
+                if not w.paused and not w.crashed and w.beat_waiting is None
+                for h in w.granted
+                if h.believed and h.next_beat is not None
+            ]
+            due = [d for d in due if d[0] is not None and d[0] <= target]
+            if not due:
+                break
+            when = min(d[0] for d in due if d[0] is not None)
+            self._set_clock(when)
+            for _, _, w, h in sorted(((d for d in due if d[0] == when)), key=lambda d: d[1]):
+                if w.beat_waiting is None:
+                    self.beat(w, h)
+        self._set_clock(target)
+
+    def _set_clock(self, target: int) -> None:
+        delta = target - self.core.now
+        if delta <= 0:
+            return
+        clock.advance(self.pool.monitor, timedelta(microseconds=delta))
+        if self.caps.advance_clock is not None:
+            self.caps.advance_clock(self.pool.monitor, timedelta(microseconds=delta))
+        for w in self.core.workers:
+            if w.waiting is not None:  # a call in flight: blocked, or paused at its gate
+                for h in w.granted:
+                    assert h.grant is not None
+                    if self.core.now < h.grant.lease_end <= target:
+                        self.core.saw("lease ran out while its call waited")
+        self.core.now = target
+
+    # ------------------------------------------------------------------- calls
+
+    def beat(self, w: Worker, h: Held) -> None:
+        h.next_beat = self.core.now + BEAT
         lease = timedelta(microseconds=LEASE)
 
         def done(outcome: Outcome, at: int) -> None:
@@ -41,13 +112,13 @@ class Calls(Core):
                 h.believed = False
                 h.next_beat = None
             if h.grant is not None:
-                self.judge.answer("heartbeat", h.grant, read.yes, at, self.now, read.raised)
+                self.judge.answer("heartbeat", h.grant, read.yes, at, self.core.now, read.raised)
 
-        self._call(
+        self.timeouts.send(
             w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done, beat=True
         )
 
-    def _claim(self, w: Worker) -> None:
+    def claim(self, w: Worker) -> None:
         lease = timedelta(microseconds=LEASE)
 
         def done(outcome: Outcome, at: int) -> None:
@@ -57,58 +128,62 @@ class Calls(Core):
                 return
             self._granted(w, raw, at)
 
-        self._call(w, "claim", None, lambda c: self.queue.claim(c, w.queue_name, lease), done)
+        self.timeouts.send(
+            w, "claim", None, lambda c: self.queue.claim(c, w.queue_name, lease), done
+        )
 
     def _nothing(self, w: Worker, call: str, outcome: Outcome, at: int) -> None:
         """Tell the story of a claim that handed out nothing; an exception is noted for the
         judge, whose no-lost-jobs story quotes it if a job is never handed out again."""
         if isinstance(outcome, Raised):
             self.judge.raised(call, at, outcome.quote)
-            self.say(f"t={seconds(at)} {w.name} {call}: nothing, it raised {outcome.quote}")
+            self.core.say(f"t={seconds(at)} {w.name} {call}: nothing, it raised {outcome.quote}")
         else:
-            self.say(f"t={seconds(at)} {w.name} {call}: nothing")
+            self.core.say(f"t={seconds(at)} {w.name} {call}: nothing")
 
     def _granted(self, w: Worker, result: Any, at: int) -> None:
         """Take a claim the queue handed `w` at `at`; the oracle judges it once it commits."""
         claim = answers.checked(self.queue.name, "claim", result)
-        began = self._instant(w, at)  # the lease it wrote starts at its now()
-        label = f"{w.name}:{self._job_label(claim)}#{claim.token!r}"
+        began = self.core.instant(w, at)  # the lease it wrote starts at its now()
+        label = f"{w.name}:{self.core.job_label(claim)}#{claim.token!r}"
         held = Held(claim=claim, label=label, raw=result)
         w.held.append(held)
         key = self.queue.effect_key(result)
         answered = self.history.events[-1].seq  # the line that recorded this answer
-        sent = self.answering  # the call, if it was in flight: other grants came meanwhile
-        answered_at = self.now if sent is not None else None  # it took the job by then
+        sent = (
+            self.core.scheduler.answering
+        )  # the call, if it was in flight: other grants came meanwhile
+        answered_at = self.core.now if sent is not None else None  # it took the job by then
 
         def grant() -> None:
             held.grant = self.judge.grant(
                 claim, label, at, key, answered, sent, answered_at, lease_from=began
             )
             if w.beat is not None and not w.crashed:
-                held.next_beat = self.now + BEAT
+                held.next_beat = self.core.now + BEAT
 
-        self._apply(w, grant)
-        self.say(
-            f"t={seconds(at)} {w.name} claims {self._job_label(claim)} "
+        self.core.apply(w, grant)
+        self.core.say(
+            f"t={seconds(at)} {w.name} claims {self.core.job_label(claim)} "
             f"(token {claim.token!r}, lease until {seconds(began + LEASE)})"
         )
 
-    def _batch_claims(self) -> bool:
+    def batch_claims(self) -> bool:
         """Whether a worker may claim several jobs in one call (`claim_many`): the jobs
         are then completed one at a time unless the queue completes in batches too."""
         return self.caps.claim_many is not None and not self.caps.one_claim_per_worker
 
-    def _batches(self) -> bool:
+    def batches(self) -> bool:
         """Whether the queue claims and completes in batches (`complete_many` too)."""
-        return self._batch_claims() and self.caps.complete_many is not None
+        return self.batch_claims() and self.caps.complete_many is not None
 
-    def _owns(self, h: Held) -> bool:
+    def owns(self, h: Held) -> bool:
         """Return whether the judge holds `h`'s grant to be its job's owner now."""
         if h.grant is None:
             return False
         return self.oracle.owner(self.oracle.job(h.claim)) is h.grant
 
-    def _claim_many(self, w: Worker, size: int) -> None:
+    def claim_many(self, w: Worker, size: int) -> None:
         claim_many = self.caps.claim_many
         assert claim_many is not None
         lease = timedelta(microseconds=LEASE)
@@ -120,16 +195,18 @@ class Calls(Core):
             for raw in raws:
                 self._granted(w, raw, at)
 
-        self._call(w, "claim_many", None, lambda c: claim_many(c, w.queue_name, lease, size), done)
+        self.timeouts.send(
+            w, "claim_many", None, lambda c: claim_many(c, w.queue_name, lease, size), done
+        )
 
-    def _complete_many(self, w: Worker, batch: list[Held]) -> None:
+    def complete_many(self, w: Worker, batch: list[Held]) -> None:
         complete_many = self.caps.complete_many
         assert complete_many is not None
-        owners = {self._owns(h) for h in batch}
+        owners = {self.owns(h) for h in batch}
         if owners == {True, False}:
-            self._saw("batch of stale and fresh claims")
+            self.core.saw("batch of stale and fresh claims")
         record = clock.QUERIES["record_effect"].text
-        calls = {id(h.raw): next(self.calls) for h in batch}
+        calls = {id(h.raw): next(self.core.call_ids) for h in batch}
         rows = {
             id(h.raw): {
                 "call_id": calls[id(h.raw)],
@@ -146,27 +223,29 @@ class Calls(Core):
         effect: BatchEffect = recorded_effect
         if not self.caps.transactional_effects:
             for h in batch:
-                self._send(w, h)
+                self.send_effect(w, h)
             effect = _no_batch_effect
 
         def done(outcome: Outcome, at: int) -> None:
             for h in batch:
                 if h in w.held:
                     w.held.remove(h)
-            self.db_dirty = True
+            self.core.db_dirty = True
             reads = answers.answers(self.queue.name, outcome, len(batch))
             for h, read in zip(batch, reads, strict=True):
                 call_id = calls[id(h.raw)]
-                self.completions[call_id] = (h, read.yes if read.judged else None)
+                self.core.completions[call_id] = (h, read.yes if read.judged else None)
                 if not read.judged:  # the connection died under it, or the harness ended it
-                    self._release_lost(w, "complete", h, at)
+                    self.core.release_lost(w, "complete", h, at)
                     continue
                 if w.txn is not None:
                     w.txn_calls.append(call_id)
-                self.say(f"t={seconds(at)} {w.name} completes {h.label} in a batch: {_said(read)}")
-                self._apply(w, partial(self._judge_complete, h, read, at, self.now))
+                self.core.say(
+                    f"t={seconds(at)} {w.name} completes {h.label} in a batch: {_said(read)}"
+                )
+                self.core.apply(w, partial(self._judge_complete, h, read, at, self.core.now))
 
-        self._call(
+        self.timeouts.send(
             w,
             "complete_many",
             None,
@@ -175,12 +254,12 @@ class Calls(Core):
             releases=batch,
         )
 
-    def _heartbeat(self, w: Worker, h: Held) -> None:
+    def heartbeat(self, w: Worker, h: Held) -> None:
         lease = timedelta(microseconds=LEASE)
 
         def done(outcome: Outcome, at: int) -> None:
             if not self.caps.heartbeat_answers and isinstance(outcome, Answered):
-                self.say(f"t={seconds(at)} {w.name} heartbeats {h.label}: it answers nothing")
+                self.core.say(f"t={seconds(at)} {w.name} heartbeats {h.label}: it answers nothing")
                 return
             read = answers.yes_no(self.queue.name, "heartbeat", outcome)
             if not read.judged:
@@ -188,11 +267,11 @@ class Calls(Core):
             if not read.yes:
                 h.believed = False
             said = "extended" if read.yes else _said(read)
-            self.say(f"t={seconds(at)} {w.name} heartbeats {h.label}: {said}")
-            answered, began = self.now, self._instant(w, at)
-            self._apply(w, lambda: self._judge(h, "heartbeat", read, at, answered, began))
+            self.core.say(f"t={seconds(at)} {w.name} heartbeats {h.label}: {said}")
+            answered, began = self.core.now, self.core.instant(w, at)
+            self.core.apply(w, lambda: self._judge(h, "heartbeat", read, at, answered, began))
 
-        self._call(w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done)
+        self.timeouts.send(w, "heartbeat", h, lambda c: self.queue.heartbeat(c, h.raw, lease), done)
 
     def _judge(
         self,
@@ -203,13 +282,13 @@ class Calls(Core):
         answered: int,
         lease_from: int | None = None,
     ) -> None:
-        """Hand one judged answer of `h`'s grant to the judge (a claim never committed has
-        no grant: nothing to judge); `lease_from`: the instant a heartbeat's now() read."""
-        if h.grant is not None:
-            self.judge.answer(op, h.grant, read.yes, at, answered, read.raised, lease_from)
+        """Hand one judged answer of `h`'s grant to the judge, through the lock timeouts
+        (a refusal one of them gave waits for what held the lock); `lease_from`: the
+        instant a heartbeat's now() read."""
+        self.timeouts.judge(h, op, read, at, answered, lease_from)
 
-    def _complete(self, w: Worker, h: Held) -> None:
-        call_id = next(self.calls)
+    def complete(self, w: Worker, h: Held) -> None:
+        call_id = next(self.core.call_ids)
         record = clock.QUERIES["record_effect"].text
         params = {
             "call_id": call_id,
@@ -224,94 +303,97 @@ class Calls(Core):
         if not self.caps.transactional_effects:
             # The library runs the task body before and outside its completion: the
             # body's effect goes to the receiver, and the completion gets no effect.
-            self._send(w, h)
+            self.send_effect(w, h)
             effect = _no_effect
 
         def done(outcome: Outcome, at: int) -> None:
             if h in w.held:
                 w.held.remove(h)
-            self.db_dirty = True
+            self.core.db_dirty = True
             read = answers.yes_no(self.queue.name, "complete", outcome)
-            self.completions[call_id] = (h, read.yes if read.judged else None)
+            self.core.completions[call_id] = (h, read.yes if read.judged else None)
             if not read.judged:  # the connection died under it, or the harness ended it
-                self._release_lost(w, "complete", h, at)
+                self.core.release_lost(w, "complete", h, at)
                 return
             if w.txn is not None:
                 w.txn_calls.append(call_id)
-            self.say(f"t={seconds(at)} {w.name} completes {h.label}: {_said(read)}")
-            answered = self.now
-            self._apply(w, lambda: self._judge(h, "complete", read, at, answered))
+            self.core.say(f"t={seconds(at)} {w.name} completes {h.label}: {_said(read)}")
+            answered = self.core.now
+            self.core.apply(w, lambda: self._judge(h, "complete", read, at, answered))
 
         complete = self.queue.complete
-        self._call(w, "complete", h, lambda c: complete(c, h.raw, effect), done, releases=[h])
+        self.timeouts.send(
+            w, "complete", h, lambda c: complete(c, h.raw, effect), done, releases=[h]
+        )
 
     def _judge_complete(self, h: Held, read: answers.YesNo, at: int, answered: int) -> None:
         self._judge(h, "complete", read, at, answered)
 
-    def _send(self, w: Worker, h: Held) -> None:
+    def send_effect(self, w: Worker, h: Held) -> None:
         if h.grant is None:
             self.judge.effect_held_back(h.claim.job_id)
-            self.say(
-                f"t={seconds(self.now)} {w.name} holds back the effect of uncommitted {h.label}"
-            )
+            said = f"holds back the effect of uncommitted {h.label}"
+            self.core.say(f"t={seconds(self.core.now)} {w.name} {said}")
             return
         key = self.queue.effect_key(h.raw)
         taken = self.judge.external_effect(h.grant, key)
         self.history.add(
-            self.now,
+            self.core.now,
             w.name,
             "send",
             "ok",
-            job=self._job_label(h.claim),
+            job=self.core.job_label(h.claim),
             token=repr(h.claim.token),
             value={"key": key, "accepted": taken},
         )
-        self.say(
-            f"t={seconds(self.now)} {w.name} sends the receipt of {h.label} "
+        self.core.say(
+            f"t={seconds(self.core.now)} {w.name} sends the receipt of {h.label} "
             f"with key {key!r}: {'accepted' if taken else 'dropped as a duplicate'}"
         )
 
-    def _fail(self, w: Worker, h: Held) -> None:
+    def fail(self, w: Worker, h: Held) -> None:
         def done(outcome: Outcome, at: int) -> None:
             if h in w.held:
                 w.held.remove(h)
             read = answers.yes_no(self.queue.name, "fail", outcome)
             if not read.judged:
-                self._release_lost(w, "fail", h, at)
+                self.core.release_lost(w, "fail", h, at)
                 return
-            self.say(f"t={seconds(at)} {w.name} fails {h.label}: {_said(read)}")
-            answered = self.now
-            self._apply(w, lambda: self._judge(h, "fail", read, at, answered))
+            self.core.say(f"t={seconds(at)} {w.name} fails {h.label}: {_said(read)}")
+            answered = self.core.now
+            self.core.apply(w, lambda: self._judge(h, "fail", read, at, answered))
 
         fail = self.queue.fail
-        self._call(w, "fail", h, lambda c: fail(c, h.raw, "job raised"), done, releases=[h])
+        self.timeouts.send(w, "fail", h, lambda c: fail(c, h.raw, "job raised"), done, releases=[h])
 
-    def _maintain(self) -> None:
+    def maintain(self) -> None:
         """Run the queue's recovery sweep, unless its last sweep is still blocked on a lock."""
         maintain = self.caps.maintain
         assert maintain is not None
-        sweeper = self._sweeper()
+        sweeper = self.core.open_sweeper()
         if sweeper.waiting is not None:
-            self.say(f"t={seconds(self.now)} the recovery sweep is still blocked: no second one")
+            self.core.say(
+                f"t={seconds(self.core.now)} the recovery sweep is still blocked: no second one"
+            )
             return
-        if any(w.txn is not None or w.waiting is not None for w in self.workers):
-            self._saw("sweep raced an open transaction")
+        if any(w.txn is not None or w.waiting is not None for w in self.core.workers):
+            self.core.saw("sweep raced an open transaction")
 
         def done(outcome: Outcome, at: int) -> None:
             if isinstance(outcome, Raised):
                 self.judge.raised("maintain", at, outcome.quote)
-                self.say(f"t={seconds(at)} the queue's recovery sweep raised {outcome.quote}")
+                self.core.say(f"t={seconds(at)} the queue's recovery sweep raised {outcome.quote}")
             elif isinstance(outcome, Answered):
-                self.say(f"t={seconds(at)} the queue's recovery sweep ran")
+                self.core.say(f"t={seconds(at)} the queue's recovery sweep ran")
 
-        self._call(sweeper, "maintain", None, maintain, done)
+        self.timeouts.send(sweeper, "maintain", None, maintain, done)
 
-    def _fetch_and_ack(self, w: Worker) -> None:
+    def fetch_and_ack(self, w: Worker) -> None:
         """Claim once more, then complete everything `w` holds, newest first, in one batch."""
-        if w in self._claimers():
-            self._claim(w)
-        if w.held and w.can_act and self._may(w, "complete"):
-            self._complete_many(w, w.held[::-1])
+        if w in self.core.claimers():
+            self.claim(w)
+        if w.held and w.can_act and self.core.may(w, "complete"):
+            self.complete_many(w, w.held[::-1])
 
 
 def _said(read: answers.YesNo) -> str:

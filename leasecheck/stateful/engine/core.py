@@ -2,11 +2,12 @@
 
 It knows nothing of Hypothesis. It holds what the harness believes about each worker
 and job (plain Python, never read back from the database except through the
-queue's own `state`), moves simulated time (firing running workers' heartbeats when
-they fall due), opens and ends transactions held across steps, crashes and cuts
-workers, and turns the judge's violations into the exception of their property.
-The contract's calls live in `stateful.engine.calls`, the moves and the teardown in
-`stateful.engine.driver`.
+queue's own `state`), the scheduler the calls are sent through (it is the scheduler's
+`Host`), opens and ends transactions held across steps, crashes and cuts workers,
+picks whom a move falls on, and turns the judge's violations into the exception of
+their property. The contract's calls, and time's moves that fire heartbeats, are the
+facade in `stateful.engine.calls`; the moves are `stateful.engine.driver`'s, the end
+`stateful.engine.teardown`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+
+import psycopg
 
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import (
@@ -33,7 +35,6 @@ from leasecheck.stateful.engine import actors, answers, isolation, replan
 from leasecheck.stateful.engine.answers import Answered, Outcome, Raised
 from leasecheck.stateful.engine.priorities import Priorities
 from leasecheck.stateful.engine.scheduler import Scheduler
-from leasecheck.stateful.engine.scheduler import plain as _plain
 from leasecheck.stateful.engine.workers import Held, Worker
 from leasecheck.stateful.history import History
 from leasecheck.stateful.program import Step
@@ -110,14 +111,15 @@ def seconds(us: int) -> str:
     return f"{us / SECOND:g}s"
 
 
-def _silent(message: str) -> None:
+def silent(message: str) -> None:
     """Tell nobody: the default story teller outside a test."""
 
 
-class Core(Scheduler):
-    """What the driver believes and does apart from the contract's calls."""
+class Core:
+    """What the driver believes and does apart from the contract's calls; it holds the
+    scheduler the calls are sent through, and is the scheduler's `Host`."""
 
-    def __init__(self, harness: Harness, say: Callable[[str], None] = _silent) -> None:
+    def __init__(self, harness: Harness, say: Callable[[str], None] = silent) -> None:
         self.say = say
         """Tells the story of the example (Hypothesis prints it with a failing one)."""
         self.h = harness
@@ -126,6 +128,8 @@ class Core(Scheduler):
         self.pool = harness.pool
         self.now = 0
         self.history = History()
+        self.scheduler = Scheduler(self.pool, self.history, self)
+        """Sends the calls and hands back their answers; owns the gates (preemption)."""
         rules = Rules(
             lease=LEASE,
             max_attempts=self.queue.max_attempts,
@@ -135,7 +139,7 @@ class Core(Scheduler):
             observes=self.caps.state is not None,
             heartbeat_answers=self.caps.heartbeat_answers,
         )
-        self.judge = Judge(rules, observe=self._observe)
+        self.judge = Judge(rules, observe=self.observe)
         """Every answer goes to the judge, which writes it down as a fact and judges it."""
         self.oracle = self.judge.oracle
         """What the judge concluded so far; read here, never written."""
@@ -144,7 +148,7 @@ class Core(Scheduler):
         self.said = 0
         self.workers: list[Worker] = []
         self.jobs: list[str] = []
-        self.calls = itertools.count(1)
+        self.call_ids = itertools.count(1)
         self.completions: dict[int, tuple[Held, bool | None]] = {}
         """call id -> the claim and the queue's answer (None: the connection died under it)."""
         self.voided: set[int] = set()
@@ -156,19 +160,8 @@ class Core(Scheduler):
         self.generation = itertools.count(2)
         self.program: list[Step] = []
         """The moves made so far, as the rules called them: what a failure saves."""
-        self.armed: dict[str, int] = {}
-        """Actors whose next call is preempted between round trips, and after how many."""
-        self.holds: dict[str, int] = {}
-        """Armed actors whose paused call goes on by itself, and after how many steps."""
-        self.pauses: dict[str, tuple[int, int]] = {}
-        """Actors whose call is paused for a while: the step it paused in, and for how many."""
         self.steps = 0
         """Steps made so far: what a pause's `hold` counts."""
-        self.cancelled: set[int] = set()
-        """ids of sessions whose running call the harness cancelled (the error is its doing)."""
-        self.claims_in_flight: set[int] = set()
-        self.answering: int | None = None
-        """The claim call in flight whose answer is being handled, if one is."""
         self.priorities: Priorities | None = None
         """With a priority schedule (`stateful.engine.priorities`): who makes the own moves."""
         self.looked = 0
@@ -181,7 +174,7 @@ class Core(Scheduler):
     # ----------------------------------------------------------------- plumbing
 
     @contextmanager
-    def _step(self) -> Iterator[None]:
+    def step(self) -> Iterator[None]:
         """Mark the example broken if a step raises, so teardown does not judge it."""
         self.broken = True
         self.steps += 1
@@ -189,52 +182,52 @@ class Core(Scheduler):
         try:
             yield
         except ContractError:
-            self._contract_broken()
+            self.contract_broken()
             raise
-        self._settle()
+        self.scheduler.settle()
         self._end_pauses()
         self.broken = False
         if self.priorities is not None:
             self.priorities.step()
 
-    def _contract_broken(self) -> None:
+    def contract_broken(self) -> None:
         """Keep the example's story for the report: no verdict, but how it got there."""
         self.h.broke_contract = (render(self.history, SECOND), tuple(self.program))
 
     def _end_pauses(self) -> None:
         """Let each call whose pause has lasted its steps go on, oldest pause first; a
         worker stopped meanwhile (SIGSTOP) goes on with it once it is resumed."""
-        parked = {w.name: w for w in self._parked()}
-        for name, (since, hold) in sorted(self.pauses.items(), key=lambda p: p[1][0]):
+        parked = {w.name: w for w in self.parked()}
+        for name, (since, hold) in sorted(self.scheduler.pauses.items(), key=lambda p: p[1][0]):
             w = parked.get(name)
             if w is None:  # resumed by `resume_call`, or its worker crashed
-                del self.pauses[name]
+                del self.scheduler.pauses[name]
             elif self.steps - since >= hold and not w.paused:
-                del self.pauses[name]
-                self._resume_call(w)
+                del self.scheduler.pauses[name]
+                self.scheduler.resume_call(w)
 
-    def _new_worker(self, name: str) -> Worker:
+    def new_worker(self, name: str) -> Worker:
         beat = self.pool.open(f"{name}/beat") if self.caps.heartbeats else None
         return Worker(name=name, main=self.pool.open(name), beat=beat)
 
-    def _claim_in_flight(self, call: int) -> None:
+    def claim_in_flight(self, call: int) -> None:
         self.judge.claim_sent(call)
 
-    def _release_in_flight(self, op: str, releases: Sequence[Held], at: int) -> None:
+    def release_in_flight(self, op: str, releases: Sequence[Held], at: int) -> None:
         """Tell the judge that these claims may be given back from `at` on: their
         completion or failure report is in flight (it may commit before it answers)."""
         for h in releases:
             if h.grant is not None:
                 self.judge.releasing(h.grant, op, at)
 
-    def _release_lost(self, w: Worker, op: str, h: Held, at: int) -> None:
+    def release_lost(self, w: Worker, op: str, h: Held, at: int) -> None:
         """Tell the judge that `h`'s completion or failure report, sent at `at`, lost its
         answer: it may have committed, so the job may have been given back since then.
         Inside a transaction the worker holds, nothing it did outlives the loss."""
         if h.grant is not None and w.txn is None:
             self.judge.release_unknown(h.grant, op, at)
 
-    def _claim_over(self, call: int, op: str, outcome: Outcome) -> None:
+    def claim_over(self, call: int, op: str, outcome: Outcome) -> None:
         """Tell the judge which jobs a claim that was in flight handed out (if known)."""
         if op == "claim":
             raws = [answers.claim(self.queue.name, outcome)]
@@ -244,7 +237,7 @@ class Core(Scheduler):
         known = isinstance(outcome, (Answered, Raised))
         self.judge.claim_answered(call, jobs, known)
 
-    def _observe(self, job_id: JobId) -> str:
+    def observe(self, job_id: JobId) -> str:
         """Read the job's status from the queue's own tables (its `state`), as committed."""
         assert self.caps.state is not None
         try:
@@ -261,67 +254,29 @@ class Core(Scheduler):
             )
         return status
 
-    def _job_label(self, claim: Claim) -> str:
+    def job_label(self, claim: Claim) -> str:
         job = self.oracle.jobs.get(claim.job_id)
         return job.label if job else f"job?{claim.job_id}"
 
-    def _instant(self, w: Worker, at: int) -> int:
+    def instant(self, w: Worker, at: int) -> int:
         """Return the instant `now()` read in `w`'s call sent at `at`: inside the transaction
         `w` holds open, the transaction's start (PostgreSQL's `now()`), else `at`. Only a call
         sent in that transaction answers while it is open: the worker waits for its calls.
         A lease such a call writes starts then; the call still takes effect when it runs."""
         return w.began if w.txn is not None else at
 
-    def _apply(self, w: Worker, update: Callable[[], None]) -> None:
+    def apply(self, w: Worker, update: Callable[[], None]) -> None:
         """Apply an oracle update now, or at commit when the worker holds a transaction."""
         if w.txn is None:
             update()
         else:
             w.txn.append(update)
 
-    def _set_clock(self, target: int) -> None:
-        delta = target - self.now
-        if delta <= 0:
-            return
-        clock.advance(self.pool.monitor, timedelta(microseconds=delta))
-        if self.caps.advance_clock is not None:
-            self.caps.advance_clock(self.pool.monitor, timedelta(microseconds=delta))
-        for w in self.workers:
-            if w.waiting is not None:  # a call in flight: blocked, or paused at its gate
-                for h in w.granted:
-                    assert h.grant is not None
-                    if self.now < h.grant.lease_end <= target:
-                        self._saw("lease ran out while its call waited")
-        self.now = target
-
-    def _saw(self, situation: str) -> None:
+    def saw(self, situation: str) -> None:
         """Count a dangerous situation only the driver sees (`stateful.verdict.coverage`)."""
         self.judge.situation(situation)
 
-    def _advance(self, target: int) -> None:
-        """Move time to `target`, firing running workers' heartbeats when they fall due."""
-        while True:
-            due = [
-                (h.next_beat, i, w, h)
-                for i, w in enumerate(self.workers)
-                if not w.paused and not w.crashed and w.beat_waiting is None
-                for h in w.granted
-                if h.believed and h.next_beat is not None
-            ]
-            due = [d for d in due if d[0] is not None and d[0] <= target]
-            if not due:
-                break
-            when = min(d[0] for d in due if d[0] is not None)
-            self._set_clock(when)
-            for _, _, w, h in sorted(((d for d in due if d[0] == when)), key=lambda d: d[1]):
-                if w.beat_waiting is None:
-                    self._beat(w, h)
-        self._set_clock(target)
-
-    def _beat(self, w: Worker, h: Held) -> None:
-        raise NotImplementedError  # `stateful.engine.calls`
-
-    def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
+    def end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
         updates, undo, calls = w.txn or [], w.undo, w.txn_calls
         w.txn, w.undo, w.txn_calls = None, [], []
         self.ended.append((w.name, commit))
@@ -340,7 +295,23 @@ class Core(Scheduler):
         w.snapshot = []
         self.db_dirty = True
 
-    def _replace(self, w: Worker, why: str, *, same_name: bool = False) -> Worker:
+    def committed(self, w: Worker) -> bool:
+        """Commit `w`'s held transaction; return False when PostgreSQL aborted it instead.
+
+        Above READ COMMITTED a commit may fail with a serialization failure (40001, a
+        SERIALIZABLE transaction in a dependency cycle): the transaction rolled back, so
+        every call in it is void, as when the worker rolls back."""
+        try:
+            w.main.conn.execute("commit")
+        except psycopg.errors.SerializationFailure as exc:
+            quote = answers.Raised(exc).quote
+            self.saw("serialization failure in a held transaction")
+            self.say(f"t={seconds(self.now)} {w.name}'s commit failed: {quote}")
+            self.end_txn(w, commit=False, why=f"its commit failed: {quote}")
+            return False
+        return True
+
+    def replace(self, w: Worker, why: str, *, same_name: bool = False) -> Worker:
         """Crash `w`: end both backends; a fresh worker with a new name takes its place
         (with `same_name`, one the queue is told the old name, as a restarted process is).
 
@@ -353,15 +324,15 @@ class Core(Scheduler):
         sessions = [s for s in (w.main, w.beat) if s is not None and (s is w.main or s.used)]
         for session in sorted(sessions, key=lambda s: s.pending is None):
             self.pool.terminate(session)
-        self._settle()
+        self.scheduler.settle()
         if w.txn is not None:
-            self._end_txn(w, commit=False, why=why)
+            self.end_txn(w, commit=False, why=why)
         w.crashed = True
         for done in (w.main, w.beat):
             if done is not None:
                 self.pool.release(done)
         base = w.name.split(".")[0]
-        fresh = self._new_worker(f"{base}.{next(self.generation)}")
+        fresh = self.new_worker(f"{base}.{next(self.generation)}")
         starts = f"{fresh.name} starts"
         if same_name:
             fresh.known_as = w.queue_name
@@ -370,17 +341,17 @@ class Core(Scheduler):
         self.history.add(self.now, w.name, "crash", "event", note=f"{why}; {starts}")
         return fresh
 
-    def _may(self, w: Worker, call: str) -> bool:
+    def may(self, w: Worker, call: str) -> bool:
         """Return whether `w` may make `call` now: outside a held transaction, or one the
         queue lets that call run in."""
         return w.txn is None or call in self.caps.held_calls or call not in CALLS
 
-    def _pairs(self, call: str) -> list[tuple[Worker, Held]]:
-        return [(w, h) for w in self.workers if w.can_act and self._may(w, call) for h in w.held]
+    def pairs(self, call: str) -> list[tuple[Worker, Held]]:
+        return [(w, h) for w in self.workers if w.can_act and self.may(w, call) for h in w.held]
 
-    def _pick_pair(self, pick: int, call: str) -> tuple[Worker, Held]:
+    def pick_pair(self, pick: int, call: str) -> tuple[Worker, Held]:
         """Return a worker's claim to make `call` on: the own move of a worker."""
-        pairs = self._pairs(call)
+        pairs = self.pairs(call)
         if self.priorities is not None:
             top = self.priorities.top([_slot(w) for w, _ in pairs])
             pairs = [(w, h) for w, h in pairs if _slot(w) == top]
@@ -388,33 +359,33 @@ class Core(Scheduler):
         self.picked.append(h.label)
         return w, h
 
-    def _claimers(self) -> list[Worker]:
+    def claimers(self) -> list[Worker]:
         """Return the workers that may claim now (one job at a time, if the queue says so)."""
         return [
             w
             for w in self.workers
             if w.can_act
-            and self._may(w, "claim")
+            and self.may(w, "claim")
             and not (self.caps.one_claim_per_worker and w.held)
         ]
 
-    def _pick(self, workers: list[Worker], pick: int) -> Worker:
+    def pick(self, workers: list[Worker], pick: int) -> Worker:
         """Return the worker a fault (or a stall) falls on: always the drawn one."""
         w = workers[pick % len(workers)]
         self.picked.append(w.name)
         return w
 
-    def _pick_own(self, workers: list[Worker], pick: int) -> Worker:
+    def pick_own(self, workers: list[Worker], pick: int) -> Worker:
         """Return the worker that makes its own move: the drawn one, or under a priority
         schedule the one of highest priority."""
         if self.priorities is None:
-            return self._pick(workers, pick)
+            return self.pick(workers, pick)
         top = self.priorities.top([_slot(w) for w in workers])
         w = next(w for w in workers if _slot(w) == top)
         self.picked.append(w.name)
         return w
 
-    def _lease_ends(self) -> list[int]:
+    def lease_ends(self) -> list[int]:
         return sorted(
             g.lease_end
             for job in self.oracle.jobs.values()
@@ -422,32 +393,19 @@ class Core(Scheduler):
             if not g.released and not job.finished and g.lease_end > self.now
         )
 
-    def _actors(self) -> list[Worker]:
+    def actors(self) -> list[Worker]:
         """Return every worker and the sweeper, if it has started."""
         return [*self.workers, *([self.sweeper] if self.sweeper else [])]
 
-    def _parked(self) -> list[Worker]:
+    def parked(self) -> list[Worker]:
         """Return the actors whose call waits at its gate, between two of its statements."""
-        return [w for w in self._actors() if w.main.parked]
+        return [w for w in self.actors() if w.main.parked]
 
-    def _busy(self) -> list[Worker]:
+    def busy(self) -> list[Worker]:
         """Return workers whose crash or cut would change something: they hold work."""
         return [w for w in self.workers if w.held or w.txn is not None or w.waiting is not None]
 
-    def _enqueue(self) -> None:
-        label = f"job{len(self.jobs) + 1}"
-        self.history.add(self.now, "producer", "enqueue", "invoke", job=label)
-        job_id = self.queue.enqueue(self.pool.monitor, {"n": len(self.jobs) + 1, "kind": "receipt"})
-        self.judge.enqueued(job_id, label)
-        self.jobs.append(label)
-        self.history.add(self.now, "producer", "enqueue", "ok", job=label, value=_plain(job_id))
-        self.say(f"t={seconds(self.now)} enqueue {label}")
-        # One microsecond per job, so no two jobs share a timestamp (an order by time
-        # never rests on a tie-break the queue leaves to chance), and no claim shares
-        # its job's instant (a queue may hand out only jobs due strictly before now).
-        self._advance(self.now + 1)
-
-    def _begin(self, w: Worker, level: str | None = None, snapshot: str | None = None) -> None:
+    def begin(self, w: Worker, level: str | None = None, snapshot: str | None = None) -> None:
         """Open `w`'s held transaction; above READ COMMITTED, run `snapshot` in it if given,
         so the transaction's snapshot is taken now rather than at the queue's first call."""
         w.main.conn.execute(isolation.begin(level))
@@ -461,7 +419,7 @@ class Core(Scheduler):
         at = f" ({said})" if said else ""
         self.say(f"t={seconds(self.now)} {w.name} begins a transaction{at}")
 
-    def _resume(self, w: Worker) -> None:
+    def resume(self, w: Worker) -> None:
         # Its overdue heartbeats fire at the next tick of the clock, not before the
         # worker's own next step: a woken worker may well complete before it learns
         # that its lease ran out.
@@ -469,7 +427,7 @@ class Core(Scheduler):
         self.history.add(self.now, w.name, "resume", "event")
         self.say(f"t={seconds(self.now)} {w.name} resumes")
 
-    def _sweeper(self) -> Worker:
+    def open_sweeper(self) -> Worker:
         if self.sweeper is None:
             self.sweeper = Worker(name="sweeper", main=self.pool.open("sweeper"), beat=None)
         return self.sweeper
@@ -483,7 +441,7 @@ class Core(Scheduler):
         refused = {call for call, (_, said) in self.completions.items() if said is False}
         self.judge.effect_rows(rows, refused, self.voided)
 
-    def _check(self) -> None:
+    def check(self) -> None:
         """Raise the first violation found: later ones in the same step are often its echo."""
         self._refresh()
         self._claims_settled()
@@ -492,7 +450,7 @@ class Core(Scheduler):
             self.say(f"  not judged: {line}")
         self.said = len(said)
         for violation in self.oracle.ledger.violations:
-            self._raise(violation)
+            self.raise_violation(violation)
 
     def _claims_settled(self) -> None:
         """After a step in which a claim answered, have the judge look at what the queue
@@ -505,7 +463,7 @@ class Core(Scheduler):
         if answered or unknown:
             self.judge.claims_settled(unknown)
 
-    def _raise(self, violation: Violation) -> None:
+    def raise_violation(self, violation: Violation) -> None:
         """Fail the example on `violation`, unless its property is excused."""
         if violation.prop in self.h.excused:
             return
@@ -516,7 +474,7 @@ class Core(Scheduler):
         )
         raise violation_error(violation.prop)(violation, timeline)
 
-    def _clean_up(self) -> None:
+    def clean_up(self) -> None:
         self.h.coverage.update(self.oracle.ledger.situations)
         self.h.moves.update(step.rule for step in self.program)
         for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:

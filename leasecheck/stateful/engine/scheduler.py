@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg import Connection
@@ -47,59 +47,63 @@ def plain(value: Any, *, claims: bool = False) -> Any:
     return repr(value)
 
 
-class Scheduler:
-    """The machine's call plumbing, as a base class; the machine supplies the state below."""
+class Host(Protocol):
+    """What the scheduler asks of the core that holds it: the clock, the actors whose
+    sessions it runs calls on, and where it reports what it saw."""
 
-    pool: actors.Pool
-    say: Callable[[str], None]
-    history: History
-    workers: list[Worker]
-    sweeper: Worker | None
     now: int
-    cancelled: set[int]
-    """ids of sessions whose running call the harness cancelled (the error is its doing)."""
-    armed: dict[str, int]
-    """Actors whose calls are preempted after so many round trips, until one parks (a call
-    that ends before its gate leaves the actor armed for the next)."""
-    holds: dict[str, int]
-    pauses: dict[str, tuple[int, int]]
     steps: int
+    say: Callable[[str], None]
+    """Tells the story of the example; a replay may swap it for its own."""
 
-    def _end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
-        raise NotImplementedError
+    def actors(self) -> list[Worker]: ...
 
-    def _job_label(self, claim: Claim) -> str:
-        raise NotImplementedError
+    def end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None: ...
 
-    def _saw(self, situation: str) -> None:
-        raise NotImplementedError
+    def job_label(self, claim: Claim) -> str: ...
 
-    claims_in_flight: set[int]
-    """Claim calls (by the history line that sent them) sent and not answered yet."""
-    answering: int | None
-    """The claim call in flight whose answer is being handled, if one is."""
+    def saw(self, situation: str) -> None: ...
 
-    def _claim_in_flight(self, call: int) -> None:
+    def claim_in_flight(self, call: int) -> None:
         """A claim call was left in flight (paused between statements, or blocked)."""
-        raise NotImplementedError
 
-    def _claim_over(self, call: int, op: str, outcome: Outcome) -> None:
+    def claim_over(self, call: int, op: str, outcome: Outcome) -> None:
         """A claim call that was in flight answered with `outcome`."""
-        raise NotImplementedError
 
-    def _release_in_flight(self, op: str, releases: Sequence[Held], at: int) -> None:
+    def release_in_flight(self, op: str, releases: Sequence[Held], at: int) -> None:
         """A completion or failure report of `releases`, sent at `at`, was left in flight."""
-        raise NotImplementedError
 
-    def _sessions(self) -> list[actors.Session]:
+
+class Scheduler:
+    """Sends calls on the actors' sessions and hands each answer back; owns the gates."""
+
+    def __init__(self, pool: actors.Pool, history: History, host: Host) -> None:
+        self.pool = pool
+        self.history = history
+        self.host = host
+        self.cancelled: set[int] = set()
+        """ids of sessions whose running call the harness cancelled (the error is its doing)."""
+        self.armed: dict[str, int] = {}
+        """Actors whose next call is preempted after so many round trips, until one parks (a
+        call that ends before its gate leaves the actor armed for the next)."""
+        self.holds: dict[str, int] = {}
+        """Armed actors whose paused call goes on by itself, and after how many steps."""
+        self.pauses: dict[str, tuple[int, int]] = {}
+        """Actors whose call is paused for a while: the step it paused in, and for how many."""
+        self.claims_in_flight: set[int] = set()
+        """Claim calls (by the history line that sent them) sent and not answered yet."""
+        self.answering: int | None = None
+        """The claim call in flight whose answer is being handled, if one is."""
+
+    def sessions(self) -> list[actors.Session]:
         out = []
-        for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
+        for w in self.host.actors():
             out.append(w.main)
             if w.beat is not None:
                 out.append(w.beat)
         return out
 
-    def _call(
+    def call(
         self,
         w: Worker,
         op: str,
@@ -119,10 +123,10 @@ class Scheduler:
         assert session is not None
         if after is None and not beat:
             after = self.armed.get(w.name)  # disarmed once a call parks (see `_after_send`)
-        job = self._job_label(held.claim) if held else None
+        job = self.host.job_label(held.claim) if held else None
         token = repr(held.claim.token) if held else None
-        self.history.add(self.now, w.name, op, "invoke", job=job, token=token)
-        at = self.now
+        self.history.add(self.host.now, w.name, op, "invoke", job=job, token=token)
+        at = self.host.now
         call = self.history.events[-1].seq
 
         def finish(result: Any) -> None:
@@ -137,21 +141,21 @@ class Scheduler:
                 self.answering = None
             if call in self.claims_in_flight:
                 self.claims_in_flight.discard(call)
-                self._claim_over(call, op, outcome)
+                self.host.claim_over(call, op, outcome)
 
         if beat:
             w.beat_waiting = finish
         else:
             w.waiting = finish
         session.what = (op, job)
-        actors.submit(self.pool, session, fn, self._sessions(), after=after)
-        self._settle()
+        actors.submit(self.pool, session, fn, self.sessions(), after=after)
+        self.settle()
         self._after_send(w, session, beat=beat)
         if op in _CLAIMING and w.waiting is finish:  # paused or blocked: in flight
             self.claims_in_flight.add(call)
-            self._claim_in_flight(call)
+            self.host.claim_in_flight(call)
         if releases and w.waiting is finish and w.txn is None:
-            self._release_in_flight(op, releases, at)
+            self.host.release_in_flight(op, releases, at)
 
     def _after_send(self, w: Worker, session: actors.Session, *, beat: bool = False) -> None:
         """Tell what a call that has not answered is doing: parked at its gate, or blocked.
@@ -170,34 +174,38 @@ class Scheduler:
             assert session.gate is not None
             self.armed.pop(w.name, None)
             if w.name in self.holds:  # goes on by itself after so many further steps
-                self.pauses[w.name] = (self.steps, self.holds.pop(w.name))
+                self.pauses[w.name] = (self.host.steps, self.holds.pop(w.name))
             statement = self.pool.last_statement(session)
             said = f"paused after statement {session.gate.after}"
-            self.history.add(self.now, w.name, op, "event", job=job, value=statement, note=said)
-            self._saw("call paused between its statements")
-            self.say(f"  {w.name}'s {what} {said}: {statement}")
+            self.history.add(
+                self.host.now, w.name, op, "event", job=job, value=statement, note=said
+            )
+            self.host.saw("call paused between its statements")
+            self.host.say(f"  {w.name}'s {what} {said}: {statement}")
             return
-        others = [s for s in self._sessions() if s is not session]
+        others = [s for s in self.sessions() if s is not session]
         if any(s.pending is not None and not s.parked for s in others):
             why = "cancelled by the harness: another call already waits on a lock"
-            self.history.add(self.now, w.name, op, "event", job=job, value="cancelled", note=why)
-            self.say(f"  {w.name}'s {what} would wait behind another waiter: cancelled")
+            self.history.add(
+                self.host.now, w.name, op, "event", job=job, value="cancelled", note=why
+            )
+            self.host.say(f"  {w.name}'s {what} would wait behind another waiter: cancelled")
             self.cancelled.add(id(session))
             self.pool.cancel(session)
-            self._settle()
+            self.settle()
             return
         note = "blocked on a lock"
-        self.history.add(self.now, w.name, op, "event", job=job, value="blocked", note=note)
-        self._saw("call blocked on a lock")
-        self.say(f"  {w.name}'s {what} is blocked on a lock")
+        self.history.add(self.host.now, w.name, op, "event", job=job, value="blocked", note=note)
+        self.host.saw("call blocked on a lock")
+        self.host.say(f"  {w.name}'s {what} is blocked on a lock")
 
-    def _resume_call(self, w: Worker) -> None:
+    def resume_call(self, w: Worker) -> None:
         """Let `w`'s parked call go on from its gate; it may answer, or block on a lock."""
         actors.resume(w.main)
         op, job = w.main.what
-        self.history.add(self.now, w.name, op, "event", job=job, note="goes on")
-        self.say(f"t={self.now / 1e6:g}s {w.name}'s {op} goes on")
-        self._settle()
+        self.history.add(self.host.now, w.name, op, "event", job=job, note="goes on")
+        self.host.say(f"t={self.host.now / 1e6:g}s {w.name}'s {op} goes on")
+        self.settle()
         self._after_send(w, w.main)
 
     def _finish(
@@ -212,7 +220,7 @@ class Scheduler:
         beat: bool,
     ) -> Outcome:
         """Record what a call sent at `at` ended in, hand that outcome to `done`, return it."""
-        job = self._job_label(held.claim) if held else None
+        job = self.host.job_label(held.claim) if held else None
         token = repr(held.claim.token) if held else None
         session = w.beat if beat else w.main
         assert session is not None
@@ -220,16 +228,20 @@ class Scheduler:
         if isinstance(outcome, Ended):
             self._harness_cancelled(w, op, job, beat=beat)
         elif isinstance(outcome, Lost):
-            self.history.add(self.now, w.name, op, "info", job=job, token=token, note=outcome.note)
+            self.history.add(
+                self.host.now, w.name, op, "info", job=job, token=token, note=outcome.note
+            )
         elif isinstance(outcome, Raised):
-            self.history.add(self.now, w.name, op, "fail", job=job, token=token, note=outcome.quote)
+            self.history.add(
+                self.host.now, w.name, op, "fail", job=job, token=token, note=outcome.quote
+            )
             in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
             if not beat and w.txn is not None and in_error:
                 w.main.conn.execute("rollback")  # the worker gives up its failed transaction
-                self._end_txn(w, commit=False, why="the transaction failed")
+                self.host.end_txn(w, commit=False, why="the transaction failed")
         else:
             value = plain(result, claims=op in _CLAIMING)
-            self.history.add(self.now, w.name, op, "ok", job=job, token=token, value=value)
+            self.history.add(self.host.now, w.name, op, "ok", job=job, token=token, value=value)
         done(outcome, at)
         return outcome
 
@@ -261,18 +273,20 @@ class Scheduler:
         worker runs into an aborted transaction and reads as a refusal.
         """
         note = "cancelled by the harness"
-        self.history.add(self.now, w.name, op, "event", job=job, value="cancelled", note=note)
+        self.history.add(self.host.now, w.name, op, "event", job=job, value="cancelled", note=note)
         in_error = w.main.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
         if not beat and w.txn is not None and in_error:
             w.main.conn.execute("rollback")
-            self._end_txn(w, commit=False, why="ended by the harness: it cancelled a call in it")
+            self.host.end_txn(
+                w, commit=False, why="ended by the harness: it cancelled a call in it"
+            )
 
-    def _settle(self) -> None:
+    def settle(self) -> None:
         """Let released calls run until each has finished or is blocked again."""
-        sessions = self._sessions()
+        sessions = self.sessions()
         actors.settle(self.pool, sessions)
         finished = []
-        for w in [*self.workers, *([self.sweeper] if self.sweeper else [])]:
+        for w in self.host.actors():
             for session, attr in ((w.main, "waiting"), (w.beat, "beat_waiting")):
                 callback = getattr(w, attr)
                 if session is None or callback is None or session.pending is None:

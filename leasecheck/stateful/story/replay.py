@@ -77,7 +77,7 @@ def replay(
     rules = [_rule(step.rule) for step in steps]  # an unknown rule fails before any SQL
     machine = REPLAYER(harness)
     if say is not None:
-        machine.d.say = say
+        machine.d.core.say = say
     done = Replayed()
     try:
         for number, (step, rule) in enumerate(zip(steps, rules, strict=True), 1):
@@ -87,7 +87,7 @@ def replay(
             getattr(machine, step.rule)(**step.args)
             done.ran.append(step)
             if say is not None:  # and whom its picks fell on, as the story names them
-                picked = ", ".join(dict.fromkeys(machine.d.picked))
+                picked = ", ".join(dict.fromkeys(machine.d.core.picked))
                 say(f"{step}  # {picked}" if picked else str(step))
             machine.every_property_holds()
     finally:
