@@ -24,8 +24,8 @@ from leasecheck.stateful.history import History
 from leasecheck.stateful.story import timeline
 from leasecheck.stateful.story.claimtext import short_label
 from leasecheck.stateful.story.svg import _CHAR, load, main, render_svg
+from leasecheck.stateful.verdict.grants import Grant
 from leasecheck.stateful.verdict.judge import Judge, Rules
-from leasecheck.stateful.verdict.model import Grant
 
 DATA = Path(__file__).with_name("data")
 SECOND = 1_000_000

@@ -8,7 +8,7 @@ from typing import Any
 
 from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.engine.actors import Session
-from leasecheck.stateful.verdict.model import Grant
+from leasecheck.stateful.verdict.grants import Grant
 
 
 @dataclass(eq=False)

@@ -26,7 +26,8 @@ from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import RUNNING, JobId
 
 if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.model import JobModel, Oracle
+    from leasecheck.stateful.verdict.grants import JobModel
+    from leasecheck.stateful.verdict.model import Oracle
 
 
 @dataclass

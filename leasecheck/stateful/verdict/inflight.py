@@ -17,7 +17,7 @@ from leasecheck.stateful.contract import JobId
 from leasecheck.stateful.verdict.ledger import Ledger
 
 if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.model import JobModel
+    from leasecheck.stateful.verdict.grants import JobModel
 
 
 @dataclass

@@ -22,7 +22,8 @@ from typing import Any
 
 from leasecheck.stateful.contract import Claim, JobId
 from leasecheck.stateful.verdict import hidden
-from leasecheck.stateful.verdict.model import Grant, Observe, Oracle
+from leasecheck.stateful.verdict.grants import Grant
+from leasecheck.stateful.verdict.model import Observe, Oracle
 
 
 @dataclass(frozen=True)

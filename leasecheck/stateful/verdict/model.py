@@ -16,62 +16,11 @@ from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import FAILED, Claim, JobId
 from leasecheck.stateful.properties import Violation
 from leasecheck.stateful.verdict import drain, releases
+from leasecheck.stateful.verdict.grants import Grant, JobModel
 from leasecheck.stateful.verdict.hidden import Doubts
 from leasecheck.stateful.verdict.inflight import InFlight
 from leasecheck.stateful.verdict.ledger import Ledger
 from leasecheck.stateful.verdict.receiver import Effects
-
-
-@dataclass(eq=False)
-class Grant:
-    """One claim the queue handed out and the oracle accepted as committed."""
-
-    claim: Claim
-    label: str
-    granted_at: int
-    lease_end: int
-    released: bool = False
-    seq: int = 0
-    """Where it stands among every grant the oracle was told of, in the order told."""
-    renewals: list[tuple[int, int]] = field(default_factory=list)
-    """(when, the lease end it replaced) for each heartbeat that extended the lease."""
-    releasing: int | None = None
-    """When its completion or failure report now in flight was sent: it may give the job
-    back at any moment from then until it answers."""
-    released_unknown: int | None = None
-    """When a completion or failure report of it that lost its answer was sent: it may
-    have given the job back at any moment since."""
-    done: int | None = None
-    """Where its accepted completion stands among every accepted completion, in the
-    order told (None: none accepted)."""
-    held: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
-    """Verdicts that wait for its release in flight: judged if that release is refused,
-    said but not judged if it is accepted (it may have come first) or loses its answer."""
-
-
-@dataclass
-class JobModel:
-    """What the oracle knows about one job."""
-
-    label: str
-    grants: list[Grant] = field(default_factory=list)
-    tokens: list[Hashable] = field(default_factory=list)
-    completed_by: list[Grant] = field(default_factory=list)
-    effect_keys: set[str] = field(default_factory=set)
-    effects_accepted: int = 0
-    unsure: list[Grant] = field(default_factory=list)
-    """Grants whose order against each other cannot be told: one of their claims
-    answered after the others were granted while it was in flight, so which of them
-    owns the job is unknown until a later grant settles it."""
-    unseen: bool = False
-    """Whether a claim that lost its answer may hold the job: then the grant told last
-    may no longer own it, until a later grant settles it."""
-
-    @property
-    def finished(self) -> bool:
-        """Return whether the queue accepted a completion (an answer, never an inference)."""
-        return bool(self.completed_by)
-
 
 Observe = Callable[[JobId], str]
 """Reads a job's status from the queue's own tables (the contract's `state`)."""

@@ -21,7 +21,7 @@ from leasecheck.stateful.verdict.keys import KeyOwners
 from leasecheck.stateful.verdict.ledger import Ledger
 
 if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.model import Grant, JobModel
+    from leasecheck.stateful.verdict.grants import Grant, JobModel
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from leasecheck.stateful.verdict.ledger import Ledger
 
 if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.model import Grant
+    from leasecheck.stateful.verdict.grants import Grant
 
 NAMES = {"complete": "completion", "fail": "failure report"}
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from leasecheck.stateful.history import Event, History
 from leasecheck.stateful.story.claimtext import saved_claim, short_label, token_text
 from leasecheck.stateful.story.svg.style import PALETTE
+from leasecheck.stateful.verdict.grants import Grant
 from leasecheck.stateful.verdict.judge import Judge
-from leasecheck.stateful.verdict.model import Grant
 
 STRIP = ("producer", "clock")
 """Lanes drawn as thin rows at the top, one each: they hold no leases."""
