@@ -5,6 +5,7 @@
     leasecheck judge FILE.json
     leasecheck svg FILE.json [-o OUT.svg]
     leasecheck explore QUEUE [--workers 2] [--jobs 1] [--moves 3] [--preemptions 1]
+    leasecheck campaign merge DIR ... --into OUT | campaign report JUNIT.xml ...
 
 `check` runs the property tests through pytest, isolated from the current project's
 pytest configuration but for leasecheck's own settings in it (`leasecheck_queue`,
@@ -15,8 +16,9 @@ files (exit 130 or 143). `replay` runs a saved program step by step against a qu
 (by default the one that failed, a `.sql` queue's file included), exits 1 if a
 property breaks and saves that failure's files in the failure directory. `judge`
 judges a saved failure's facts again with this leasecheck's oracle, without a queue
-or a database, and exits 1 if a property breaks. Failures of the command itself exit
-2 with one line.
+or a database, and exits 1 if a property breaks. `campaign` merges the failure
+directories of many jobs and adds up what they exercised (`leasecheck.campaign`).
+Failures of the command itself exit 2 with one line.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 import pytest
 
 import leasecheck
-from leasecheck import explore, options, outdir, plugin
+from leasecheck import campaign, explore, options, outdir, plugin
 from leasecheck.adapters.sqlfile_queue import SqlFileError, SqlFileQueue
 from leasecheck.dbfixtures import embedded, janitor, servers
 from leasecheck.dbfixtures import plugin as dbplugin
@@ -159,6 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     draw.add_argument("-o", "--out", type=Path, help="where to write (default: FILE.svg)")
     draw.set_defaults(run=_svg)
     explore.add_parser(commands)
+    campaign.add_parser(commands)
     return parser
 
 

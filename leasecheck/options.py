@@ -84,6 +84,14 @@ def declare_options(add: Callable[..., object]) -> None:
         "(1-based; default: $LEASECHECK_SHARD, else all)",
     )
     add(
+        "--leasecheck-examples-from",
+        default=os.environ.get("LEASECHECK_EXAMPLES_FROM"),
+        metavar="DIR",
+        help="also try first the saved examples of DIR, read-only: a campaign's merged "
+        "failure directory (`leasecheck campaign merge`); dev and deep only, as ci is "
+        "derandomized (default: $LEASECHECK_EXAMPLES_FROM)",
+    )
+    add(
         "--leasecheck-regressions",
         metavar="DIR",
         help="replay every failure file (*.json) in DIR as a test of its own (default: "

@@ -1,5 +1,5 @@
 """The failure directory: made ours (a `.gitignore`) only when leasecheck created it, and
-Hypothesis's examples in it keyed by queue and shard.
+Hypothesis's examples in it keyed by queue and shard (with, read-only, a campaign's).
 """
 
 from __future__ import annotations
@@ -10,8 +10,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.database import (
+    DirectoryBasedExampleDatabase,
+    ExampleDatabase,
+    MultiplexedDatabase,
+    ReadOnlyDatabase,
+)
+
+from leasecheck.campaign import VERSION_FILE
 
 # --------------------------------------------------------- the failure directory
 
@@ -74,6 +82,10 @@ class _ExamplesOf(ExampleDatabase):
         self.out.mkdir(parents=True, exist_ok=True)
         if self.created:
             mark_as_ours(self.out)
+        marker = self.out / "examples" / VERSION_FILE  # what a campaign merge checks
+        if not marker.exists():
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(f"{hypothesis.__version__}\n")
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
         return self.inner.fetch(self.scope + key)
@@ -88,3 +100,13 @@ class _ExamplesOf(ExampleDatabase):
     def move(self, src: bytes, dest: bytes, value: bytes) -> None:
         self._writing()
         self.inner.move(self.scope + src, self.scope + dest, value)
+
+
+def examples(out: Path, scope: str, created: bool, shared: Path | None) -> ExampleDatabase:
+    """Return the examples of `scope` in the failure directory `out`, tried first; with
+    `shared` (a campaign's merged directory, `--leasecheck-examples-from`), its examples
+    of the same scope too, read and never written."""
+    own = _ExamplesOf(out, scope, created)
+    if shared is None:
+        return own
+    return MultiplexedDatabase(own, ReadOnlyDatabase(_ExamplesOf(shared, scope, created=False)))

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from leasecheck import exercised, shards
+from leasecheck import campaign, exercised, outdir, shards
 from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.dbfixtures import plugin as dbplugin
@@ -40,7 +40,6 @@ from leasecheck.options import (  # noqa: F401  (hooks: registered from this mod
     pytest_load_initial_conftests,
 )
 from leasecheck.outdir import (
-    _ExamplesOf,
     _out_dir,
     _out_existed,
     mark_as_ours,
@@ -151,6 +150,16 @@ def _check_options(config: pytest.Config) -> None:
         _shards(config)
     except shards.ShardError as exc:
         raise Unusable(f"leasecheck: {exc}") from None
+    shared = config.getoption("--leasecheck-examples-from")
+    if shared:
+        derandomized = (
+            _forced_seed(config) is not None
+            or profiles.budget(config.getoption("--leasecheck-profile"), None).derandomize
+        )
+        try:
+            campaign.usable_examples(Path(shared), derandomized=derandomized)
+        except campaign.CampaignError as exc:
+            raise Unusable(f"leasecheck: {exc}") from None
 
 
 def _regressions_dir(config: pytest.Config) -> Path | None:
@@ -426,7 +435,9 @@ def leasecheck_budget(
     shard = _param(request.node, "leasecheck_shard")
     named = queue_spec(pytestconfig)
     scope = f"{named[0] if named else ''}|{leasecheck_queue.name}|{shard.id if shard else ''}"
-    examples = _ExamplesOf(leasecheck_out, scope, created=not _out_existed(pytestconfig))
+    shared = pytestconfig.getoption("--leasecheck-examples-from")
+    created = not _out_existed(pytestconfig)
+    examples = outdir.examples(leasecheck_out, scope, created, Path(shared) if shared else None)
     return settings(whole, database=examples)
 
 

@@ -14,7 +14,6 @@ keeps them per property, so a "holds" whose situations never came up can say so.
 
 from __future__ import annotations
 
-import ast
 import glob
 import json
 import os
@@ -25,12 +24,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from leasecheck import exercised
+from leasecheck import campaign
 from leasecheck.stateful.properties import ALL
 from leasecheck.stateful.verdict import coverage
 from matrix.targets import Target
 
-MACHINE = "test_leasecheck_properties["
+MACHINE = campaign.MACHINE
 """The property run's test items, one per shard."""
 GAPS = "test_leasecheck_what_is_not_checked["
 _OURS = (
@@ -166,30 +165,14 @@ def read_exercised(path: Path) -> dict[str, int] | None:
 def read_situations(path: Path) -> dict[str, int] | None:
     """Return how often each situation occurred in the run `path` reports, or None.
 
-    Each property item (one per shard) records its situations under `exercised.KEY`;
-    pytest writes the value with `str()`, so it is read back as a Python literal.
-    They are added up as the run's own summary adds them (`coverage.merge`), every
-    known situation present (zeros included, so a zero is never an absent key). None
-    when no item recorded any: an absent count must never read as "not exercised".
+    Read as a campaign reads each job (`leasecheck.campaign.read_job`), every known
+    situation present (zeros included, so a zero is never an absent key). None when no
+    item recorded any: an absent count must never read as "not exercised".
     """
-    shards = []
-    for case in ET.parse(path).iter("testcase"):
-        if not case.get("name", "").startswith(MACHINE):
-            continue
-        for prop in case.iter("property"):
-            if prop.get("name") != exercised.KEY:
-                continue
-            try:
-                value = ast.literal_eval(prop.get("value", ""))
-            except (SyntaxError, ValueError) as exc:
-                raise ValueError(f"{path}: {exercised.KEY} is not a literal: {exc}") from exc
-            if not isinstance(value, dict):
-                raise ValueError(f"{path}: {exercised.KEY} is not a dict: {value!r}")
-            shards.append({str(k): int(n) for k, n in value.items()})
-    if not shards:
+    job = campaign.read_job(path)
+    if not job.recorded:
         return None
-    total = coverage.merge(shards)
-    return {**dict.fromkeys(coverage.SITUATIONS, 0), **total}
+    return {**dict.fromkeys(coverage.SITUATIONS, 0), **job.situations}
 
 
 def _violations(failures: Path) -> dict[str, list[Path]]:
