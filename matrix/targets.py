@@ -91,6 +91,16 @@ TARGETS: tuple[Target, ...] = (
         "leasecheck.adapters.django_tasks_db_queue:DjangoTasksDbQueue",
         ("django-tasks-db==0.13.0", "django-tasks==0.12.0", "Django==5.2.19"),
     ),
+    Target(
+        "django-q2-1.11.1",
+        "leasecheck.adapters.django_q2_queue:DjangoQ2Queue",
+        ("django-q2==1.11.1", "django-picklefield==3.4.0", "Django==5.2.19"),
+    ),
+    Target(
+        "absurd-0.5.1",
+        "leasecheck.adapters.absurd_queue:AbsurdQueue",
+        ("absurd-sdk==0.5.1", "absurdctl==0.5.1"),
+    ),
     _sql("naive.sql", control=True),
     _sql("heartbeat_only.sql", control=True),
     _sql("attempt_key.sql", control=True),
