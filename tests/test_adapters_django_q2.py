@@ -20,8 +20,9 @@ pytest.importorskip(
 )
 
 from leasecheck.dbfixtures import janitor
-from leasecheck.stateful import actors, clock, probe
+from leasecheck.stateful import clock
 from leasecheck.stateful.contract import ContractError, capabilities
+from leasecheck.stateful.engine import actors, probe
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 from tests.fixtures import derandomized, run_state_machine_as_test
