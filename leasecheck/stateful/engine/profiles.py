@@ -25,6 +25,10 @@ _COMMON: dict[str, Any] = {
     # The blob's @reproduce_failure would point into site-packages; a failure file
     # and `leasecheck replay` reproduce it instead.
     "print_blob": False,
+    # One failure per shard: a shard stops searching at its first failure and shrinks
+    # that one (slipping to any smaller failure), instead of shrinking every property a
+    # bad queue breaks, one after another. Other shards find the others; told once each.
+    "report_multiple_bugs": False,
 }
 
 PROFILES: dict[str, dict[str, Any]] = {
