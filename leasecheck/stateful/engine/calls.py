@@ -150,9 +150,8 @@ class Calls:
         w.held.append(held)
         key = self.queue.effect_key(result)
         answered = self.history.events[-1].seq  # the line that recorded this answer
-        sent = (
-            self.core.scheduler.answering
-        )  # the call, if it was in flight: other grants came meanwhile
+        # the call, if it was in flight: other grants came meanwhile
+        sent = self.core.scheduler.answering
         answered_at = self.core.now if sent is not None else None  # it took the job by then
 
         def grant() -> None:

@@ -26,6 +26,8 @@ def heal_and_drain(core: Core, calls: Calls) -> None:
 
 
 class _Teardown:
+    """One example's end, on its core and calls (the fixed parts of the core at hand)."""
+
     def __init__(self, core: Core, calls: Calls) -> None:
         self.core = core
         self.calls = calls
@@ -42,7 +44,7 @@ class _Teardown:
             f"t={seconds(self.core.now)} teardown: heal every worker, finish held work, drain"
         )
         self.scheduler.armed.clear()  # nothing the teardown sends is preempted
-        self.calls.timeouts.armed.clear()  # nor times out
+        self.calls.timeouts.clear()  # nor times out
         self.scheduler.holds.clear()
         for w in self.core.workers:
             if w.paused:
@@ -148,10 +150,8 @@ class _Teardown:
             held = Held(claim=claim, label=label, raw=result)
             key = self.queue.effect_key(result)
             answered = self.history.events[-1].seq
-            sent, answered_at = (
-                self.scheduler.answering,
-                self.core.now if self.scheduler.answering is not None else None,
-            )
+            sent = self.scheduler.answering
+            answered_at = self.core.now if sent is not None else None
             held.grant = self.judge.grant(claim, label, at, key, answered, sent, answered_at)
             w.held.append(held)
 
