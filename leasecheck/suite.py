@@ -106,12 +106,16 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
     replay it; the traceback through the harness would only repeat it.
     """
     broken: list[BaseException] = []
+    apart: str | None = None
     try:
         run()
         return
     except ContractError as error:
         # Not a verdict: nothing the queue did can be judged. The story is how it got there.
         unusable: str | None = "\n".join(_contract_story(harness, error))
+    except Flaky as error:
+        # Not a verdict either: one program ran twice and was answered differently.
+        unusable, apart = None, _replayed_apart(error)
     except (PropertyViolated, BaseExceptionGroup) as error:
         violations = _violations(error)
         if violations is None:
@@ -119,6 +123,8 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
         broken, unusable = violations, None
     if unusable is not None:
         pytest.fail(f"leasecheck: contract error: {unusable}", pytrace=False)
+    if apart is not None:
+        pytest.fail(apart, pytrace=False)
     shorter = {m.prop: m for m in minimize.minimize_all(harness) if m.after < m.before}
     stories: dict[str, tuple[str, ...]] = {}
     gone = confirm.unconfirmed(harness, stories)
@@ -135,6 +141,22 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
             *lines,
         ]
     pytest.fail("\n".join(lines), pytrace=False)  # outside `except`: no chained traceback
+
+
+def _replayed_apart(error: Flaky) -> str:
+    """Say, in one line, that Hypothesis ran one program twice and it was answered
+    differently: nothing is judged on answers the program does not decide, and the cause
+    may be the queue's or the run's, so neither is blamed."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return (
+        "leasecheck: NOT A VERDICT: the same program met different answers when it ran again "
+        f"(Hypothesis: {type(error).__name__}: {first}), so no property was judged on it. "
+        "Something besides the program decided them: in the queue, ties in an ORDER BY "
+        "broken by random ids (UUIDs from random bits, as uuidv7 fallbacks before "
+        "PostgreSQL 18 make them), random() or the real clock; or in the run, timing the "
+        "harness did not hold still. A total order (a sequence or the enqueue time, then "
+        "the id) makes a queue's answers the program's"
+    )
 
 
 def _contract_story(harness: Harness, error: ContractError) -> list[str]:
