@@ -35,6 +35,10 @@ from leasecheck.stateful.verdict import coverage
 VERSION_FILE = "HYPOTHESIS_VERSION"
 """Beside a failure directory's examples: the Hypothesis version that wrote them."""
 
+SCOPES_FILE = "SCOPES"
+"""Beside them too: the scope (queue and shard) of each run that saved any, one a line;
+a merge takes the union, so a campaign's reader finds every shard's examples."""
+
 MACHINE = "test_leasecheck_properties["
 """The name of every property-run item (one per shard) in a run's JUnit XML."""
 
@@ -127,6 +131,12 @@ def merge(sources: list[Path], into: Path) -> Merged:
 
 
 def _copy(path: Path, target: Path, done: Merged, *, failure: bool) -> None:
+    if path.name == SCOPES_FILE:
+        had = target.read_text().splitlines() if target.exists() else []
+        more = [s for s in path.read_text().splitlines() if s not in had]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(f"{s}\n" for s in [*had, *more]))
+        return
     if target.exists():
         if path.name == VERSION_FILE or filecmp.cmp(path, target, shallow=False):
             done.already += 1

@@ -7,18 +7,15 @@
     leasecheck explore QUEUE [--workers 2] [--jobs 1] [--moves 3] [--preemptions 1]
     leasecheck campaign merge DIR ... --into OUT | campaign report JUNIT.xml ...
 
-`check` runs the property tests through pytest, isolated from the current project's
-pytest configuration but for leasecheck's own settings in it (`leasecheck_queue`,
-`leasecheck_regressions`), takes every `--leasecheck-*` option of the pytest plugin
-(and its environment variables), passes what follows `--` to pytest, and exits 0
-only when every property holds. SIGINT or SIGTERM stops that run, its server and its
-files (exit 130 or 143). `replay` runs a saved program step by step against a queue
-(by default the one that failed, a `.sql` queue's file included), exits 1 if a
-property breaks and saves that failure's files in the failure directory. `judge`
-judges a saved failure's facts again with this leasecheck's oracle, without a queue
-or a database, and exits 1 if a property breaks. `campaign` merges the failure
-directories of many jobs and adds up what they exercised (`leasecheck.campaign`).
-Failures of the command itself exit 2 with one line.
+`check` runs the property tests through pytest, isolated from the project's pytest
+configuration but for `leasecheck_queue` and `leasecheck_regressions`, takes every
+`--leasecheck-*` option of the plugin (and its environment variables), passes what follows
+`--` to pytest, and exits 0 only when every property holds; SIGINT or SIGTERM stops the run,
+its server and its files (exit 130 or 143). `replay` runs a saved program against a queue
+(by default the one that failed, a `.sql` queue's file included) and `judge` judges a saved
+failure's facts again, without a queue or a database: each exits 1 if a property breaks.
+`campaign` merges many jobs' failure directories and adds up what they exercised. The
+command's own failures exit 2 with one line.
 """
 
 from __future__ import annotations

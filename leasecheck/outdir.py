@@ -19,7 +19,7 @@ from hypothesis.database import (
     ReadOnlyDatabase,
 )
 
-from leasecheck.campaign import VERSION_FILE
+from leasecheck.campaign import SCOPES_FILE, VERSION_FILE
 
 # --------------------------------------------------------- the failure directory
 
@@ -71,6 +71,7 @@ class _ExamplesOf(ExampleDatabase):
         self.out = out
         self.inner = DirectoryBasedExampleDatabase(out / "examples")
         self.scope = hashlib.sha256(scope.encode()).hexdigest()[:16].encode() + b":"
+        self.named = scope
         self.created = created
 
     def __repr__(self) -> str:
@@ -86,6 +87,10 @@ class _ExamplesOf(ExampleDatabase):
         if not marker.exists():
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.write_text(f"{hypothesis.__version__}\n")
+        scopes = self.out / "examples" / SCOPES_FILE  # what a campaign's reader looks under
+        if self.named not in _scopes(self.out):
+            with scopes.open("a") as f:
+                f.write(f"{self.named}\n")
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
         return self.inner.fetch(self.scope + key)
@@ -102,11 +107,21 @@ class _ExamplesOf(ExampleDatabase):
         self.inner.move(self.scope + src, self.scope + dest, value)
 
 
+def _scopes(directory: Path) -> list[str]:
+    """Return the scopes whose examples `directory` holds, as its runs recorded them."""
+    listed = directory / "examples" / SCOPES_FILE
+    return listed.read_text().splitlines() if listed.is_file() else []
+
+
 def examples(out: Path, scope: str, created: bool, shared: Path | None) -> ExampleDatabase:
     """Return the examples of `scope` in the failure directory `out`, tried first; with
-    `shared` (a campaign's merged directory, `--leasecheck-examples-from`), its examples
-    of the same scope too, read and never written."""
+    `shared` (a campaign's merged directory, `--leasecheck-examples-from`), every example
+    it holds of the same queue too, whatever shard found it (a campaign's jobs split the
+    run into other shards than this one), read and never written."""
     own = _ExamplesOf(out, scope, created)
     if shared is None:
         return own
-    return MultiplexedDatabase(own, ReadOnlyDatabase(_ExamplesOf(shared, scope, created=False)))
+    queue = scope.rpartition("|")[0]
+    named = [s for s in _scopes(shared) if s.rpartition("|")[0] == queue] or [scope]
+    found = [_ExamplesOf(shared, s, created=False) for s in dict.fromkeys(named)]
+    return MultiplexedDatabase(own, ReadOnlyDatabase(MultiplexedDatabase(*found)))

@@ -103,16 +103,23 @@ def test_examples_from_a_campaign_under_ci_is_one_line(tmp_path: Path) -> None:
 
 
 def test_the_examples_of_a_campaign_are_read_and_never_written(tmp_path: Path) -> None:
-    scope = "q:Q|q|shard-1-of-4"
+    """A run reads every example the campaign holds of its queue, whichever shard of
+    however many found it (nightly jobs split the run otherwise), and writes only its own."""
+    one, two = tmp_path / "job-1", tmp_path / "job-2"
+    outdir._ExamplesOf(one, "q:Q|q|shard-1-of-64", created=True).save(b"key", b"found by 1")
+    outdir._ExamplesOf(two, "q:Q|q|shard-9-of-64", created=True).save(b"key", b"found by 9")
+    outdir._ExamplesOf(two, "r:R|r|shard-9-of-64", created=True).save(b"key", b"another queue")
     shared = tmp_path / "nightly"
-    outdir._ExamplesOf(shared, scope, created=True).save(b"key", b"found overnight")
-    db = outdir.examples(tmp_path / "mine", scope, created=True, shared=shared)
-    assert list(db.fetch(b"key")) == [b"found overnight"]
+    campaign.merge([one, two], shared)
+    scopes = (shared / "examples" / campaign.SCOPES_FILE).read_text().splitlines()
+    assert sorted(scopes) == ["q:Q|q|shard-1-of-64", "q:Q|q|shard-9-of-64", "r:R|r|shard-9-of-64"]
+    db = outdir.examples(tmp_path / "mine", "q:Q|q|shard-3-of-8", created=True, shared=shared)
+    assert sorted(db.fetch(b"key")) == [b"found by 1", b"found by 9"]
     before = _tree(shared)
     db.save(b"key", b"found here")
-    db.delete(b"key", b"found overnight")
+    db.delete(b"key", b"found by 1")
     assert _tree(shared) == before
-    assert sorted(db.fetch(b"key")) == [b"found here", b"found overnight"]
+    assert sorted(db.fetch(b"key")) == [b"found by 1", b"found by 9", b"found here"]
 
 
 def test_a_merge_refuses_mixed_hypothesis_versions_and_writes_nothing(tmp_path: Path) -> None:
