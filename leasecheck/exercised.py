@@ -19,6 +19,8 @@ import pytest
 from leasecheck.stateful.verdict import coverage
 
 KEY = "leasecheck_coverage"
+OPENING = "leasecheck_opening"
+"""How many of the opening's stories (`stateful.opening`) an item played."""
 
 
 def summarise(reporter: Any) -> None:
@@ -41,6 +43,15 @@ def summarise(reporter: Any) -> None:
     if cut:  # nothing holds: the queue broke the contract, so no verdict was reached
         title += " until the contract error"
     reporter.write_sep("-", title)
+    played = sum(
+        int(value)
+        for report in reporter.stats.get("passed", []) + reporter.stats.get("failed", [])
+        for name, value in getattr(report, "user_properties", ())
+        if name == OPENING and getattr(report, "when", "") == "call"
+    )
+    if played:
+        stories = f"{played} fixed stories of 2 workers and 1 job"
+        reporter.write_line(f"  the opening: {stories}, played before the search")
     for line in coverage.summary(total, holds=not cut):
         reporter.write_line(f"  {line}")
 

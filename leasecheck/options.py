@@ -60,6 +60,15 @@ def declare_options(add: Callable[..., object]) -> None:
         "(random on even shards, pct on odd ones) (default: $LEASECHECK_SCHEDULE, else random)",
     )
     add(
+        "--leasecheck-opening",
+        default=os.environ.get("LEASECHECK_OPENING", "on"),
+        choices=["on", "off"],
+        help="play the opening's fixed stories before the search (two workers, one job: "
+        "each takeover of a sleeper's job, a worker reclaiming its own expired job, a "
+        "report paused in flight, leases run out to the retry cap), each shard its "
+        "share; off runs the search alone (default: $LEASECHECK_OPENING, else on)",
+    )
+    add(
         "--leasecheck-isolation",
         default=isolation.from_env(),
         choices=list(isolation.MODES),

@@ -360,13 +360,18 @@ class _Harness(Harness):
         super().reset()
         before, self.failing = self.failing, next(iter(self.recorder.last), None)
         if self.counted is not None:  # the machine resets once after every example
-            self.counted(before is None, self.failing)
+            self.counted(before is None and self.opening is None, self.failing)
         if self.told is not None and self.failing is not None:
             elsewhere = self.told()
             if self.failing in elsewhere:
+                what = (
+                    f"its opening story {self.opening!r} broke {self.failing}"
+                    if self.opening
+                    else f"stopped shrinking its {self.failing} failure"
+                )
                 pytest.skip(
-                    f"leasecheck: stopped shrinking its {self.failing} failure: "
-                    f"{elsewhere[self.failing]} told that property's failure in full"
+                    f"leasecheck: {what}: {elsewhere[self.failing]} told that property's "
+                    "failure in full"
                 )
 
 
@@ -390,6 +395,7 @@ def leasecheck_harness(
         spec=recorded_spec(named[0], leasecheck_queue) if named else "",
         schedule=pytestconfig.getoption("--leasecheck-schedule"),
         isolation=pytestconfig.getoption("--leasecheck-isolation"),
+        opens=pytestconfig.getoption("--leasecheck-opening") == "on",
     )
     harness.reset()
     if shard is not None:

@@ -26,6 +26,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck import exercised
 from leasecheck.shards import Shard
+from leasecheck.stateful import opening
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import memory
 from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
@@ -49,8 +50,9 @@ def test_leasecheck_properties(
 ) -> None:
     """Simulated workers race over leased jobs; every property holds after every step.
 
-    What the examples exercised is recorded with the report, pass or fail, for the
-    run's summary of what each property was put to.
+    The shard plays its share of the opening's fixed stories (`stateful.opening`), then
+    Hypothesis searches. What the examples exercised is recorded with the report, pass
+    or fail, for the run's summary of what each property was put to.
     """
 
     schedule = machine_for(
@@ -66,6 +68,8 @@ def test_leasecheck_properties(
 
     def run() -> None:
         with memory.bounded():
+            if leasecheck_harness.opens:
+                opening.play(leasecheck_harness, leasecheck_shard.index, leasecheck_shard.count)
             # Any factory will do, as Hypothesis documents; its annotation says a class.
             run_state_machine_as_test(machine, settings=budget)  # type: ignore[arg-type]
 
@@ -75,6 +79,7 @@ def test_leasecheck_properties(
         # Not the record_property fixture: it warns under junit_family=xunit2, and a
         # queue's CI that writes JUnit XML with warnings as errors would fail on it.
         request.node.user_properties.append((exercised.KEY, dict(leasecheck_harness.coverage)))
+        request.node.user_properties.append((exercised.OPENING, leasecheck_harness.played))
 
 
 def test_leasecheck_what_is_not_checked(leasecheck_gap: str) -> None:
@@ -185,21 +190,27 @@ def _told(
     a shorter one, the shorter program's). Hypothesis's own notes only for a failure that
     neither replay told (one that did not come back on fresh sessions)."""
     prop = error.violation.prop if isinstance(error, PropertyViolated) else None
+    found = f"the opening's story {harness.opening!r}" if harness.opening else None
+    shrank = found or "as Hypothesis shrank it"
     if prop is not None and prop not in shorter and prop in stories:
         failure = harness.recorder.last[prop]
         return [
             f"{failure.violation}\n{failure.timeline}",
-            f"Failing program, {len(failure.program)} steps (as Hypothesis shrank it; no "
-            "step could be deleted):",
+            f"Failing program, {len(failure.program)} steps ({shrank}; no step could be deleted):",
             *stories[prop],
         ]
     if prop not in shorter:
         return [str(error), *getattr(error, "__notes__", ())]
     done, failure = shorter[prop], harness.recorder.last[prop]
+    cut = done.before - done.after
+    had = (
+        f"{found} had {done.before}; {cut} deleted"
+        if found
+        else f"Hypothesis shrank it to {done.before}; {cut} more deleted"
+    )
     return [
         f"{failure.violation}\n{failure.timeline}",
-        f"Failing program, {done.after} steps (Hypothesis shrank it to {done.before}; "
-        f"{done.before - done.after} more deleted, in {done.replays} replays, as steps "
+        f"Failing program, {done.after} steps ({had}, in {done.replays} replays, as steps "
         "the failure does not need):",
         *done.story,
     ]

@@ -445,12 +445,13 @@ def test_the_priority_schedule_reaches_the_run_and_its_saved_program(
     project: Path, tmp_path: Path, leasecheck_server_dsn: str
 ) -> None:
     """--leasecheck-schedule pct: the saved program starts with the workers' priorities and
-    change points, and replays from its file alone."""
+    change points, and replays from its file alone. (The search alone: the opening's
+    stories draw no priorities, and naive breaks in the first.)"""
     out = tmp_path / "failures"
     done = _leasecheck(
         project, tmp_path / "tmp",
         "check", NAIVE, "-n", "0", "--leasecheck-shards", "1", "--leasecheck-schedule", "pct",
-        "--pg-dsn", leasecheck_server_dsn, f"--leasecheck-dir={out}",
+        "--pg-dsn", leasecheck_server_dsn, f"--leasecheck-dir={out}", "--leasecheck-opening=off",
         "--", "--hypothesis-seed=1", "-k", "properties",
     )  # fmt: skip
     assert done.returncode == 1, done.output

@@ -183,12 +183,13 @@ def test_a_failure_told_in_full_is_not_shrunk_again(
     others stop shrinking theirs (they said "the same failure as shard-1-of-8" only after
     shrinking it on their own). Under `ci` (derandomized) each shard's first failure is
     that one; under `dev` a shard may first meet another property's, which it shrinks
-    and tells, as it should."""
+    and tells, as it should. The search alone: the opening would break it first."""
     argv = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
         "--pyargs", "leasecheck.suite", "--leasecheck-queue=mutants.naive:Naive",
         "--leasecheck-profile=ci", f"--leasecheck-pg-dsn={leasecheck_server_dsn}",
         "-n", "0", "-k", "properties", f"--leasecheck-dir={tmp_path / 'out'}",
+        "--leasecheck-opening=off",
     ]  # fmt: skip
     done = child.run(argv, tmp_path / "tmp", cwd=child.REPO, timeout=300)
     assert done.returncode == 1, done.output
@@ -284,3 +285,24 @@ def test_the_progress_line_says_a_failure_is_being_shrunk() -> None:
     assert "no violation so far" not in line
     progress.idle()
     assert state.line(config).endswith("4 examples generated, 0/8 shards done, no violation so far")
+
+
+def test_a_failure_the_opening_finds_is_told_once_and_never_searched_for(
+    tmp_path: Path, leasecheck_server_dsn: str
+) -> None:
+    """naive breaks single-completion in the opening's first story: shard 1 tells it (the
+    program as the story wrote it, no shrinking); a shard whose share of the opening breaks
+    it too stops there, before any search, and says so."""
+    argv = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
+        "--pyargs", "leasecheck.suite", "--leasecheck-queue=mutants.naive:Naive",
+        "--leasecheck-profile=ci", f"--leasecheck-pg-dsn={leasecheck_server_dsn}",
+        "-n", "0", "-k", "properties", f"--leasecheck-dir={tmp_path / 'out'}",
+    ]  # fmt: skip
+    done = child.run(argv, tmp_path / "tmp", cwd=child.REPO, timeout=300)
+    assert done.returncode == 1, done.output
+    assert "1 failed, 7 skipped" in done.lines[-1], done.output
+    told = "(the opening's story 'takeover: complete, rival commits'; no step could be deleted)"
+    assert "Failing program, 3 steps " + told in done.output, done.output
+    stopped = "its opening story 'takeover: complete, rival holds' broke single-completion: "
+    assert stopped + "shard-1-of-8 told" in done.output, done.output

@@ -77,6 +77,14 @@ class Harness:
     nothing), or to show what only that move reaches."""
     isolation: str = "read-committed"
     """The level of held transactions (`--leasecheck-isolation`, `stateful.engine.isolation`)."""
+    opens: bool = True
+    """Whether a property run plays the opening's stories before its search
+    (`--leasecheck-opening`)."""
+    opening: str | None = None
+    """The opening's story being played (`stateful.opening`), or the one that broke a
+    property; None while Hypothesis searches."""
+    played: int = 0
+    """How many of the opening's stories were played on it."""
     broke_contract: tuple[str, tuple[Step, ...]] | None = None
     """The timeline and program of the latest example in which the queue broke the
     contract: its story, told in the form of a violation's."""
