@@ -84,7 +84,7 @@ TARGETS: tuple[Target, ...] = (
     _chancy("0.25.1"),
     _graphile("0.18.0"),
     _graphile("0.13.0"),
-    _node("pgboss-12.38.0", "pg-boss@12.38.0", "leasecheck.adapters.pgboss_queue:PgBossQueue"),
+    _node("pgboss-12.38.1", "pg-boss@12.38.1", "leasecheck.adapters.pgboss_queue:PgBossQueue"),
     Target("saq-0.26.4", "leasecheck.adapters.saq_queue:SaqQueue", ("saq[postgres]==0.26.4",)),
     Target(
         "django-tasks-db-0.13.0",

@@ -1,4 +1,4 @@
-"""The pg-boss 12.38.0 adapter against a real PostgreSQL: its own plans.js statements.
+"""The pg-boss 12.38.1 adapter against a real PostgreSQL: its own plans.js statements.
 
 pg-boss fences every settle and heartbeat to the fetched attempt and fails expired jobs
 in its supervisor; the tests show each through the adapter, on simulated time (which
@@ -21,7 +21,7 @@ from tests import npm_fixtures
 
 LEASE = timedelta(seconds=30)
 PAST = LEASE + timedelta(seconds=1)
-PIN = "pg-boss@12.38.0"
+PIN = "pg-boss@12.38.1"
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def _expired(q: PgBossQueue, conn: psycopg.Connection[Any]) -> None:
 
 
 def test_the_package_version_is_the_pin(q: PgBossQueue) -> None:
-    assert (q.version, q.name) == ("12.38.0", "pgboss-12_38_0")
+    assert (q.version, q.name) == ("12.38.1", "pgboss-12_38_1")
 
 
 def test_job_now_reads_the_simulated_clock(q: PgBossQueue, conn: psycopg.Connection[Any]) -> None:

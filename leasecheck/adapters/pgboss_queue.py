@@ -1,4 +1,4 @@
-"""pg-boss 12.38.0 (npm) through the contract: statements built by its own plans.js.
+"""pg-boss 12.38.1 (npm) through the contract: statements built by its own plans.js.
 
 No statement here is typed by hand from the library: `npm/pgboss.mjs` imports the
 installed package and prints what its builders return for the arguments its own code
@@ -15,7 +15,10 @@ How pg-boss maps onto the contract:
 - Claim: `fetchNextJob` takes the first `created`/`retry` job due by `start_after`
   (`FOR UPDATE OF j SKIP LOCKED`), sets it `active` with `started_on = heartbeat_on =
   job_now()`, and adds 1 to `retry_count` when it had been started before. The token
-  is the fetched `retryCount` (strictly increasing per job).
+  is the fetched `retryCount` (strictly increasing per job). Since 12.38.1 `#fetch`
+  counts a fetched job's active group (plans.js `getActiveGroupCounts`) and gives back
+  jobs over `groupConcurrency`; it does so only for jobs with a `group_id` and that
+  option set, and these have neither, so the claim is the one statement.
 - Fencing: every settle and heartbeat from `work()` passes the fetched jobs, so it is
   fenced (plans.js `attemptFence`, issue #925): `state = 'active' AND id:retry_count`
   is the fetched attempt's.
