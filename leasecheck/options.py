@@ -4,6 +4,7 @@ and the space form of path options (`--leasecheck-dir DIR`) made to work.
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import os
 import shlex
@@ -69,6 +70,16 @@ def declare_options(add: Callable[..., object]) -> None:
         "share; off runs the search alone (default: $LEASECHECK_OPENING, else on)",
     )
     add(
+        "--leasecheck-shrink",
+        default=os.environ.get("LEASECHECK_SHRINK", "profile"),
+        type=_shrink_budget,
+        metavar="N|full",
+        help="the most examples a shard runs to shrink a failure before telling the "
+        "smallest it found (then leasecheck deletes the steps it does not need); full "
+        "leaves Hypothesis its own bound (default: $LEASECHECK_SHRINK, else the "
+        "profile's: 25 for dev and ci, full for deep)",
+    )
+    add(
         "--leasecheck-isolation",
         default=isolation.from_env(),
         choices=list(isolation.MODES),
@@ -105,6 +116,15 @@ def declare_options(add: Callable[..., object]) -> None:
         metavar="DIR",
         help="replay every failure file (*.json) in DIR as a test of its own (default: "
         "the leasecheck_regressions ini option; a DIR not made yet is a skip that says so)",
+    )
+
+
+def _shrink_budget(value: str) -> str:
+    """Accept a shrink budget: `profile`, `full`, or a count of examples (0 or more)."""
+    if value in ("profile", "full") or (value.isdigit() and int(value) >= 0):
+        return value
+    raise argparse.ArgumentTypeError(
+        f"{value!r} is not a shrink budget: give a count of examples (e.g. 25), or full"
     )
 
 

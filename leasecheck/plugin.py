@@ -396,6 +396,10 @@ def leasecheck_harness(
         schedule=pytestconfig.getoption("--leasecheck-schedule"),
         isolation=pytestconfig.getoption("--leasecheck-isolation"),
         opens=pytestconfig.getoption("--leasecheck-opening") == "on",
+        shrinks=profiles.shrinks(
+            pytestconfig.getoption("--leasecheck-shrink"),
+            pytestconfig.getoption("--leasecheck-profile"),
+        ),
     )
     harness.reset()
     if shard is not None:

@@ -29,7 +29,7 @@ from leasecheck.shards import Shard
 from leasecheck.stateful import opening
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import memory
-from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
+from leasecheck.stateful.machine import Harness, LeaseMachine, ShrinkSpent, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import confirm, minimize, replay
 from leasecheck.stateful.story.minimize import Minimized
@@ -108,10 +108,12 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
 
     The report is the violation, its timeline, the program (Hypothesis's shrunk one,
     with the steps its failure does not need deleted: `stateful.story.minimize`) and how to
-    replay it; the traceback through the harness would only repeat it.
+    replay it; the traceback through the harness would only repeat it. A search stopped by
+    the shrink budget tells the newest failure of each property it broke.
     """
-    broken: list[BaseException] = []
+    broken: list[tuple[str | None, BaseException | None]] = []
     apart: str | None = None
+    spent: int | None = None
     try:
         run()
         return
@@ -121,11 +123,14 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
     except Flaky as error:
         # Not a verdict either: one program ran twice and was answered differently.
         unusable, apart = None, _replayed_apart(error)
+    except ShrinkSpent as error:
+        spent, unusable = error.args[0], None
+        broken = [(prop, None) for prop in harness.recorder.last]
     except (PropertyViolated, BaseExceptionGroup) as error:
         violations = _violations(error)
         if violations is None:
             raise
-        broken, unusable = violations, None
+        broken, unusable = [(_prop(e), e) for e in violations], None
     if unusable is not None:
         pytest.fail(f"leasecheck: contract error: {unusable}", pytrace=False)
     if apart is not None:
@@ -133,7 +138,7 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
     shorter = {m.prop: m for m in minimize.minimize_all(harness) if m.after < m.before}
     stories: dict[str, tuple[str, ...]] = {}
     gone = confirm.unconfirmed(harness, stories)
-    lines = [line for e in broken for line in _told(harness, e, shorter, stories)]
+    lines = [line for p, e in broken for line in _told(harness, p, e, shorter, stories, spent)]
     written = harness.recorder.write(out, harness.queue.name, harness.spec)
     for path in (p for p in written if p.suffix == ".json"):
         lines += [f"leasecheck: saved {path} (and .txt, .svg beside it)"]
@@ -146,6 +151,17 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
             *lines,
         ]
     pytest.fail("\n".join(lines), pytrace=False)  # outside `except`: no chained traceback
+
+
+def _prop(error: BaseException) -> str | None:
+    return error.violation.prop if isinstance(error, PropertyViolated) else None
+
+
+def _budget(spent: int | None) -> str:
+    """Say, after "Hypothesis shrank it", how far it went when the shrink budget stopped it."""
+    if spent is None:
+        return ""
+    return f" in the {spent} examples of the shrink budget (--leasecheck-shrink full shrinks on)"
 
 
 def _replayed_apart(error: Flaky) -> str:
@@ -181,35 +197,40 @@ def _contract_story(harness: Harness, error: ContractError) -> list[str]:
 
 def _told(
     harness: Harness,
-    error: BaseException,
+    prop: str | None,
+    error: BaseException | None,
     shorter: dict[str, Minimized],
     stories: dict[str, tuple[str, ...]],
+    spent: int | None,
 ) -> list[str]:
     """Return the lines that tell one broken property: the verdict, its timeline, and the
     program step by step as its confirming replay told it (or, when deleting steps found
     a shorter one, the shorter program's). Hypothesis's own notes only for a failure that
-    neither replay told (one that did not come back on fresh sessions)."""
-    prop = error.violation.prop if isinstance(error, PropertyViolated) else None
-    found = f"the opening's story {harness.opening!r}" if harness.opening else None
-    shrank = found or "as Hypothesis shrank it"
-    if prop is not None and prop not in shorter and prop in stories:
-        failure = harness.recorder.last[prop]
-        return [
-            f"{failure.violation}\n{failure.timeline}",
-            f"Failing program, {len(failure.program)} steps ({shrank}; no step could be deleted):",
-            *stories[prop],
-        ]
-    if prop not in shorter:
+    neither replay told (one that did not come back on fresh sessions); the recorded
+    program when there are none (the shrink budget stopped Hypothesis before its own
+    replay). `spent` is the shrink budget that stopped Hypothesis, if one did."""
+    if prop is None or (prop not in shorter and prop not in stories and error is not None):
         return [str(error), *getattr(error, "__notes__", ())]
-    done, failure = shorter[prop], harness.recorder.last[prop]
+    found = f"the opening's story {harness.opening!r}" if harness.opening else None
+    failure = harness.recorder.last[prop]
+    verdict = f"{failure.violation}\n{failure.timeline}"
+    if prop not in shorter:
+        steps = stories.get(prop) or tuple(str(step) for step in failure.program)
+        shrank = found or f"as Hypothesis shrank it{_budget(spent)}"
+        return [
+            verdict,
+            f"Failing program, {len(failure.program)} steps ({shrank}; no step could be deleted):",
+            *steps,
+        ]
+    done = shorter[prop]
     cut = done.before - done.after
     had = (
         f"{found} had {done.before}; {cut} deleted"
         if found
-        else f"Hypothesis shrank it to {done.before}; {cut} more deleted"
+        else f"Hypothesis shrank it to {done.before}{_budget(spent)}; {cut} more deleted"
     )
     return [
-        f"{failure.violation}\n{failure.timeline}",
+        verdict,
         f"Failing program, {done.after} steps ({had}, in {done.replays} replays, as steps "
         "the failure does not need):",
         *done.story,

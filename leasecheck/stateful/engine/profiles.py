@@ -37,10 +37,25 @@ PROFILES: dict[str, dict[str, Any]] = {
     "deep": {"max_examples": 5000, "stateful_step_count": 100},
 }
 
+SHRINKS: dict[str, int | None] = {"dev": 25, "ci": 25, "deep": None}
+"""The most examples a shard runs to shrink its failure, per profile (None: Hypothesis's
+own bound, 500 shrinks or 300 s). Counted in examples, not seconds, so a failure shrinks
+alike on any machine; leasecheck's own pass then deletes the steps it does not need."""
+
 
 def default() -> str:
     """Return the profile the environment asks for."""
     return os.environ.get("LEASECHECK_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+
+
+def shrinks(value: str, profile: str) -> int | None:
+    """Return the shrink budget `--leasecheck-shrink` asks for: a count of examples,
+    `full` for Hypothesis's own bound, or `profile` for the profile's."""
+    if value == "profile":
+        return SHRINKS[profile]
+    if value == "full":
+        return None
+    return int(value)
 
 
 def budget(name: str, examples_dir: Path | None) -> settings:

@@ -1,0 +1,80 @@
+"""The shrink budget (`--leasecheck-shrink`): a failing run stops shrinking after N
+examples and tells the smallest failure found so far, confirmed, saying it was cut.
+
+The real runs are a seeded shard of the naive mutant with the opening off (its first
+story breaks naive, and a story needs no shrinking), once with a budget of 0 and once with
+the full one: only the first says it was cut, and both tell a confirmed story.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from leasecheck import cli, options
+from leasecheck.stateful.engine import profiles
+from tests import child
+
+NAIVE = "mutants.naive:Naive"
+
+
+@pytest.mark.parametrize(
+    ("value", "profile", "budget"),
+    [("profile", "dev", 25), ("profile", "ci", 25), ("profile", "deep", None),
+     ("full", "ci", None), ("7", "dev", 7), ("0", "deep", 0)],
+)  # fmt: skip
+def test_the_budget_is_the_profiles_unless_given(
+    value: str, profile: str, budget: int | None
+) -> None:
+    assert options._shrink_budget(value) == value
+    assert profiles.shrinks(value, profile) == budget
+
+
+@pytest.mark.parametrize("value", ["x", "-3", "2.5", ""])
+def test_a_bad_budget_says_what_to_give(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="give a count of examples"):
+        options._shrink_budget(value)
+    with pytest.raises(SystemExit) as done:
+        cli.main(["check", NAIVE, "--leasecheck-shrink", value])
+    assert done.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    said = f"{value!r} is not a shrink budget: give a count of examples (e.g. 25), or full"
+    assert error.endswith(said), error
+
+
+def _check(tmp_path: Path, dsn: str, budget: str) -> tuple[child.Finished, Path]:
+    out = tmp_path / f"failures-{budget}"
+    done = child.run(
+        [
+            str(Path(sys.executable).with_name("leasecheck")),
+            "check", NAIVE, "-n", "0", "--leasecheck-shards", "8", "--leasecheck-shard", "1/8",
+            "--pg-dsn", dsn, f"--leasecheck-dir={out}", "--leasecheck-opening=off",
+            f"--leasecheck-shrink={budget}", "--", "--hypothesis-seed=2", "-k", "properties",
+        ],
+        tmp_path / "tmp",
+        timeout=300,
+    )  # fmt: skip
+    return done, out
+
+
+@pytest.mark.slow
+def test_a_spent_budget_tells_a_confirmed_story_that_says_it_was_cut(
+    tmp_path: Path, leasecheck_server_dsn: str
+) -> None:
+    cut, out = _check(tmp_path, leasecheck_server_dsn, "0")
+    assert cut.returncode == 1, cut.output
+    assert cut.output.count("[single-completion] job1 completed 2 times\n") == 1, cut.output
+    cut_short = "in the 0 examples of the shrink budget (--leasecheck-shrink full shrinks on)"
+    assert cut_short in cut.output, cut.output
+    assert "NOT A VERDICT" not in cut.output and "Traceback" not in cut.output, cut.output
+    (saved,) = out.glob("naive-single-completion-*.json")
+    assert json.loads(saved.read_text())["property"] == "single-completion"
+
+    full, _ = _check(tmp_path, leasecheck_server_dsn, "full")
+    assert full.returncode == 1, full.output
+    assert "[single-completion] job1 completed 2 times\n" in full.output
+    assert "shrink budget" not in full.output, full.output
