@@ -109,7 +109,7 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
     The report is the violation, its timeline, the program (Hypothesis's shrunk one,
     with the steps its failure does not need deleted: `stateful.story.minimize`) and how to
     replay it; the traceback through the harness would only repeat it. A search stopped by
-    the shrink budget tells the newest failure of each property it broke.
+    the shrink budget tells the newest failing program of the property it was shrinking.
     """
     broken: list[tuple[str | None, BaseException | None]] = []
     apart: str | None = None
@@ -125,7 +125,7 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
         unusable, apart = None, _replayed_apart(error)
     except ShrinkSpent as error:
         spent, unusable = error.args[0], None
-        broken = [(prop, None) for prop in harness.recorder.last]
+        broken = [(_shrunk_alone(harness), None)]
     except (PropertyViolated, BaseExceptionGroup) as error:
         violations = _violations(error)
         if violations is None:
@@ -153,6 +153,15 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
     pytest.fail("\n".join(lines), pytrace=False)  # outside `except`: no chained traceback
 
 
+def _shrunk_alone(harness: Harness) -> str:
+    """Keep, of the failures the recorder holds when the shrink budget is spent, only the
+    shard's first (the one it was shrinking), as a shard tells one failure; return its
+    property. Others met while shrinking show in other shards, or once it is fixed."""
+    first = next(iter(harness.recorder.last))
+    harness.recorder.last = {first: harness.recorder.last[first]}
+    return first
+
+
 def _prop(error: BaseException) -> str | None:
     return error.violation.prop if isinstance(error, PropertyViolated) else None
 
@@ -161,7 +170,7 @@ def _budget(spent: int | None) -> str:
     """Say, after "Hypothesis shrank it", how far it went when the shrink budget stopped it."""
     if spent is None:
         return ""
-    return f" in the {spent} examples of the shrink budget (--leasecheck-shrink full shrinks on)"
+    return f" in the {spent} examples the shrink budget allows (--leasecheck-shrink full goes on)"
 
 
 def _replayed_apart(error: Flaky) -> str:

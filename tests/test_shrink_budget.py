@@ -15,8 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from leasecheck import cli, options
-from leasecheck.stateful.engine import profiles
+import mutants
+from leasecheck import cli, options, suite
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors, profiles
+from leasecheck.stateful.engine.moves import Stall, Take
+from leasecheck.stateful.machine import Harness, ShrinkSpent
+from leasecheck.stateful.program import Step
+from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.story import replay
 from tests import child
 
 NAIVE = "mutants.naive:Naive"
@@ -68,7 +75,7 @@ def test_a_spent_budget_tells_a_confirmed_story_that_says_it_was_cut(
     cut, out = _check(tmp_path, leasecheck_server_dsn, "0")
     assert cut.returncode == 1, cut.output
     assert cut.output.count("[single-completion] job1 completed 2 times\n") == 1, cut.output
-    cut_short = "in the 0 examples of the shrink budget (--leasecheck-shrink full shrinks on)"
+    cut_short = "in the 0 examples the shrink budget allows (--leasecheck-shrink full goes on)"
     assert cut_short in cut.output, cut.output
     assert "NOT A VERDICT" not in cut.output and "Traceback" not in cut.output, cut.output
     (saved,) = out.glob("naive-single-completion-*.json")
@@ -78,3 +85,47 @@ def test_a_spent_budget_tells_a_confirmed_story_that_says_it_was_cut(
     assert full.returncode == 1, full.output
     assert "[single-completion] job1 completed 2 times\n" in full.output
     assert "shrink budget" not in full.output, full.output
+
+
+SINGLE = [
+    Step("start", {"workers": 2}),
+    Step("claim", {"how": Take(worker=0, held=False)}),
+    Step("asleep", {"how": Stall(worker=0, alone=False, then="complete")}),
+    Step("asleep", {"how": Stall(worker=0, alone=False, then="complete")}),
+]
+"""Naive's double completion: w1 sleeps past its lease twice, w2 takes the job each time."""
+
+STALE = [
+    Step("start", {"workers": 2}),
+    Step("claim", {"how": Take(worker=0, held=False)}),
+    Step("asleep", {"how": Stall(worker=0, alone=False, then="complete", rival="commits")}),
+]
+"""Naive's stale completion: the sleeper completes the job its rival took (and the
+drain completes it again)."""
+
+
+def test_a_spent_budget_tells_the_shards_first_failure_alone(
+    reference_pool: actors.Pool, tmp_path: Path
+) -> None:
+    """A failure of another property met while shrinking is neither told nor saved: a
+    shard tells its first failure, as it does when Hypothesis ends the shrink."""
+    harness = Harness(queue=contract.load(mutants.ALL["naive"]), pool=reference_pool, shrinks=3)
+    harness.reset()
+    met = []
+    for program, excused in ((SINGLE, ()), (STALE, ("single-completion",))):
+        harness.excused = frozenset(excused)  # STALE completes twice too
+        with pytest.raises(PropertyViolated) as broke:
+            replay.replay(harness, program)
+        met.append(broke.value.violation.prop)
+    assert met == ["single-completion", "fencing"] and list(harness.recorder.last) == met
+    harness.excused = frozenset()
+
+    def spent() -> None:
+        raise ShrinkSpent(3)
+
+    with pytest.raises(pytest.fail.Exception) as failed:
+        suite._reporting_failures(harness, tmp_path, spent)
+    story = str(failed.value.msg)
+    assert story.startswith("[single-completion] job1 completed 2 times"), story
+    assert "[fencing]" not in story and "in the 3 examples the shrink budget allows" in story
+    assert [p.name.split("-")[1] for p in tmp_path.glob("*.json")] == ["single"], story

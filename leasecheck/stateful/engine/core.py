@@ -88,7 +88,7 @@ class Harness:
     shrinks: int | None = None
     """The most examples Hypothesis may run on it after its first failure (to shrink
     that failure, and any other found meanwhile); past them the machine stops the
-    search and the newest failure of each property is told. None leaves Hypothesis
+    search and the newest failure of its first property is told. None leaves Hypothesis
     its own bound."""
     shrunk: int = 0
     """Examples run on it since its first recorded failure, that one included."""
