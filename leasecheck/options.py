@@ -119,6 +119,23 @@ def declare_options(add: Callable[..., object]) -> None:
     )
 
 
+def from_environment_unchosen(value_of: Callable[[str], object]) -> str | None:
+    """Return the one-line error for an option whose value, taken from its environment
+    variable, is not one of its choices, or None. argparse checks choices only on the
+    command line, so `LEASECHECK_OPENING=of` would otherwise run as if it said off."""
+    declared: list[tuple[str, dict[str, Any]]] = []
+    declare_options(lambda *flags, **attrs: declared.append((flags[0], attrs)))
+    for flag, attrs in declared:
+        choices, value = attrs.get("choices"), value_of(flag)
+        if choices and value not in choices:
+            env = "LEASECHECK_" + flag.removeprefix("--leasecheck-").upper().replace("-", "_")
+            return (
+                f"leasecheck: ${env}={value!r} is not a value of {flag}: "
+                f"set it to one of {', '.join(choices)}, or unset it"
+            )
+    return None
+
+
 def _shrink_budget(value: str) -> str:
     """Accept a shrink budget: `profile`, `full`, or a count of examples (0 or more)."""
     if value in ("profile", "full") or (value.isdigit() and int(value) >= 0):

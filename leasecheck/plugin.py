@@ -35,6 +35,7 @@ from leasecheck.items import param as _param
 from leasecheck.options import (  # noqa: F401  (hooks: registered from this module)
     _equals_form,
     declare_options,
+    from_environment_unchosen,
     option_names,
     pytest_addoption,
     pytest_load_initial_conftests,
@@ -134,6 +135,9 @@ def excused(config: pytest.Config) -> frozenset[str]:
 
 
 def _check_options(config: pytest.Config) -> None:
+    unchosen = from_environment_unchosen(config.getoption)
+    if unchosen is not None:
+        raise Unusable(unchosen)
     unknown = sorted(excused(config) - set(properties.ALL))
     if unknown:
         raise Unusable(

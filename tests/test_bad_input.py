@@ -52,8 +52,9 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _session(tmp_path: Path, *args: str, test: str = "trivial") -> child.Finished:
-    """Run a child session of one test file with `args`; check it left no server behind.
+def _session(tmp_path: Path, *args: str, test: str = "trivial", **env: str) -> child.Finished:
+    """Run a child session of one test file with `args` (and `env`); check it left no
+    server behind.
 
     `trivial` asks for a database; `suite` adopts leasecheck's property tests.
     """
@@ -64,7 +65,7 @@ def _session(tmp_path: Path, *args: str, test: str = "trivial") -> child.Finishe
     (tmp_path / f"test_{test}.py").write_text(body)
     tmp = tmp_path / "tmp"
     argv = child.command(f"test_{test}.py", *args, rootdir=tmp_path)
-    done = child.run(argv, tmp, cwd=tmp_path)
+    done = child.run(argv, tmp, cwd=tmp_path, **env)
     assert _ours(tmp) == [], "the session left files of a server behind"
     assert child.processes_under(tmp) == []
     return done
@@ -224,6 +225,34 @@ def test_an_unknown_property_in_an_excuse_list_is_named(
             test="suite",
         ),
         f"--leasecheck-excuse {unknown}: no such property",
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "choices"),
+    [
+        ("LEASECHECK_OPENING", "of", "on, off"),
+        ("LEASECHECK_PROFILE", "fast", "ci, deep, dev"),
+        ("LEASECHECK_SCHEDULE", "PCT", "random, pct, mixed"),
+        ("LEASECHECK_ISOLATION", "serialisable", "read-committed, repeatable-read"),
+    ],
+)
+def test_an_environment_value_outside_the_choices_is_named(
+    tmp_path: Path, variable: str, value: str, choices: str
+) -> None:
+    """argparse checks an option's choices on the command line only: a variable's value
+    is checked here, before any server starts (`LEASECHECK_OPENING=of` once ran the search
+    alone, as if it said off)."""
+    option = "--leasecheck-" + variable.removeprefix("LEASECHECK_").lower()
+    _one_line(
+        _session(
+            tmp_path,
+            "--leasecheck-queue",
+            "leasecheck.reference.queue:ReferenceQueue",
+            test="suite",
+            **{variable: value},
+        ),
+        f"${variable}={value!r} is not a value of {option}: set it to one of {choices}",
     )
 
 
