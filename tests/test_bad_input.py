@@ -65,7 +65,7 @@ def _session(tmp_path: Path, *args: str, test: str = "trivial", **env: str) -> c
     (tmp_path / f"test_{test}.py").write_text(body)
     tmp = tmp_path / "tmp"
     argv = child.command(f"test_{test}.py", *args, rootdir=tmp_path)
-    done = child.run(argv, tmp, cwd=tmp_path, **env)
+    done = child.run(argv, tmp, cwd=tmp_path, timeout=child.TIMEOUT, **env)
     assert _ours(tmp) == [], "the session left files of a server behind"
     assert child.processes_under(tmp) == []
     return done
@@ -244,16 +244,9 @@ def test_an_environment_value_outside_the_choices_is_named(
     is checked here, before any server starts (`LEASECHECK_OPENING=of` once ran the search
     alone, as if it said off)."""
     option = "--leasecheck-" + variable.removeprefix("LEASECHECK_").lower()
-    _one_line(
-        _session(
-            tmp_path,
-            "--leasecheck-queue",
-            "leasecheck.reference.queue:ReferenceQueue",
-            test="suite",
-            **{variable: value},
-        ),
-        f"${variable}={value!r} is not a value of {option}: set it to one of {choices}",
-    )
+    queue = "--leasecheck-queue=leasecheck.reference.queue:ReferenceQueue"
+    done = _session(tmp_path, queue, test="suite", **{variable: value})
+    _one_line(done, f"${variable}={value!r} is not a value of {option}: set it to one of {choices}")
 
 
 def test_an_excuse_list_excuses_each_property(tmp_path: Path) -> None:
