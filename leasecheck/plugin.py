@@ -57,7 +57,7 @@ from leasecheck.reports import (
     told_elsewhere,
 )
 from leasecheck.stateful import clock, contract, properties
-from leasecheck.stateful.engine import actors, probe, profiles
+from leasecheck.stateful.engine import actors, probe, profiles, shrinking
 from leasecheck.stateful.machine import Harness
 
 SQL_QUEUE = "leasecheck.adapters.sqlfile_queue:from_env"
@@ -400,9 +400,11 @@ def leasecheck_harness(
         schedule=pytestconfig.getoption("--leasecheck-schedule"),
         isolation=pytestconfig.getoption("--leasecheck-isolation"),
         opens=pytestconfig.getoption("--leasecheck-opening") == "on",
-        shrinks=profiles.shrinks(
-            pytestconfig.getoption("--leasecheck-shrink"),
-            pytestconfig.getoption("--leasecheck-profile"),
+        shrink=shrinking.Budget(
+            profiles.shrinks(
+                pytestconfig.getoption("--leasecheck-shrink"),
+                pytestconfig.getoption("--leasecheck-profile"),
+            )
         ),
     )
     harness.reset()

@@ -29,7 +29,8 @@ from leasecheck.shards import Shard
 from leasecheck.stateful import opening
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import memory
-from leasecheck.stateful.machine import Harness, LeaseMachine, ShrinkSpent, machine_for
+from leasecheck.stateful.engine.shrinking import ShrinkSpent
+from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import confirm, minimize, replay
 from leasecheck.stateful.story.minimize import Minimized
@@ -115,7 +116,7 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
     apart: str | None = None
     spent: int | None = None
     try:
-        run()
+        _unless_met(run)
         return
     except ContractError as error:
         # Not a verdict: nothing the queue did can be judged. The story is how it got there.
@@ -124,7 +125,7 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
         # Not a verdict either: one program ran twice and was answered differently.
         unusable, apart = None, _replayed_apart(error)
     except ShrinkSpent as error:
-        spent, unusable = error.args[0], None
+        spent, unusable = error.limit, None
         broken = [(_shrunk_alone(harness), None)]
     except (PropertyViolated, BaseExceptionGroup) as error:
         violations = _violations(error)
@@ -151,6 +152,18 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
             *lines,
         ]
     pytest.fail("\n".join(lines), pytrace=False)  # outside `except`: no chained traceback
+
+
+def _unless_met(run: Callable[[], None]) -> None:
+    """Run `run`; if the shrink budget stopped it after meeting an error other than a
+    property's failure, raise that error instead: a contract error makes the run
+    unusable and an error of the harness is ours, and neither may hide behind a verdict."""
+    try:
+        run()
+    except ShrinkSpent as spent:
+        if spent.met is None:
+            raise
+        raise spent.met from None
 
 
 def _shrunk_alone(harness: Harness) -> str:

@@ -14,15 +14,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
 
 import mutants
 from leasecheck import cli, options, suite
 from leasecheck.stateful import contract
+from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import actors, profiles
 from leasecheck.stateful.engine.moves import Stall, Take
-from leasecheck.stateful.machine import Harness, ShrinkSpent
+from leasecheck.stateful.engine.shrinking import Budget, ShrinkSpent
+from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.program import Step
-from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.stateful.properties import PropertyViolated, Violation
 from leasecheck.stateful.story import replay
 from tests import child
 
@@ -109,7 +113,7 @@ def test_a_spent_budget_tells_the_shards_first_failure_alone(
 ) -> None:
     """A failure of another property met while shrinking is neither told nor saved: a
     shard tells its first failure, as it does when Hypothesis ends the shrink."""
-    harness = Harness(queue=contract.load(mutants.ALL["naive"]), pool=reference_pool, shrinks=3)
+    harness = Harness(queue=contract.load(mutants.ALL["naive"]), pool=reference_pool)
     harness.reset()
     met = []
     for program, excused in ((SINGLE, ()), (STALE, ("single-completion",))):
@@ -121,7 +125,7 @@ def test_a_spent_budget_tells_the_shards_first_failure_alone(
     harness.excused = frozenset()
 
     def spent() -> None:
-        raise ShrinkSpent(3)
+        raise ShrinkSpent(3, None)
 
     with pytest.raises(pytest.fail.Exception) as failed:
         suite._reporting_failures(harness, tmp_path, spent)
@@ -129,3 +133,50 @@ def test_a_spent_budget_tells_the_shards_first_failure_alone(
     assert story.startswith("[single-completion] job1 completed 2 times"), story
     assert "[fencing]" not in story and "in the 3 examples the shrink budget allows" in story
     assert [p.name.split("-")[1] for p in tmp_path.glob("*.json")] == ["single"], story
+
+
+def _search(budget: Budget, ends: list[BaseException | None]) -> None:
+    """Run a Hypothesis search whose examples end, in turn, as `ends` says, each after
+    one recorded failure (as the harness counts them), until the budget stops it."""
+
+    @settings(database=None, max_examples=len(ends), phases=[Phase.generate])
+    @given(st.integers())
+    def search(_: int) -> None:
+        budget.count(failing=True)
+        budget.end(ends[budget.run - 1])
+
+    search()
+
+
+def test_the_budget_stops_the_search_past_its_limit_and_not_before() -> None:
+    budget = Budget(limit=2)
+    with pytest.raises(ShrinkSpent) as stopped:
+        _search(budget, [None] * 10)
+    assert (budget.run, stopped.value.limit, stopped.value.met) == (3, 2, None)
+    budget = Budget(limit=None)
+    _search(budget, [None] * 10)  # Hypothesis's own bound: never stopped
+    assert budget.run == 10
+
+
+def test_an_error_met_while_shrinking_is_kept_and_raised_instead_of_the_verdict(
+    reference_pool: actors.Pool, tmp_path: Path
+) -> None:
+    """A contract error (or an error of the harness) that an example of the shrink ended
+    with is not lost behind the failure told: the budget keeps the first (a property's
+    failure is not one), and the suite raises it, as it raises one Hypothesis reports."""
+    broke = ContractError("claim() returned 'x', not a Claim or None")
+    budget = Budget(limit=2)
+    fencing = PropertyViolated(Violation("fencing", "a stale completion was accepted"))
+    with pytest.raises(ShrinkSpent) as stopped:
+        _search(budget, [broke, fencing, None, None])
+    assert stopped.value.met is broke
+
+    harness = Harness(queue=contract.load(mutants.ALL["naive"]), pool=reference_pool)
+    harness.reset()
+
+    def spent() -> None:
+        raise stopped.value
+
+    with pytest.raises(pytest.fail.Exception) as failed:
+        suite._reporting_failures(harness, tmp_path, spent)
+    assert str(failed.value.msg).startswith("leasecheck: contract error: claim() returned 'x'")

@@ -11,11 +11,12 @@ the one module that drives Hypothesis's stateful engine.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from hypothesis import note as _hypothesis_note
 from hypothesis import strategies as st
-from hypothesis.control import current_build_context, currently_in_test_context
+from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from leasecheck.stateful.contract import Capabilities
@@ -41,7 +42,6 @@ __all__ = [
     "Harness",
     "LeaseMachine",
     "PriorityMachine",
-    "ShrinkSpent",
     "at_isolation",
     "machine_for",
     "note",
@@ -53,16 +53,6 @@ def note(message: str) -> None:
     """Tell the story of the example (printed with a failing one); silent outside a test."""
     if currently_in_test_context():
         _hypothesis_note(message)
-
-
-class ShrinkSpent(BaseException):
-    """Raised after the example that spends the harness's shrink budget
-    (`--leasecheck-shrink`), to stop Hypothesis's shrinking and tell the failures found.
-
-    A BaseException because Hypothesis takes every Exception for a failure of the test;
-    this one leaves its engine as a skip does, and the newest failing example of each
-    property (the harness's recorder keeps it) is what is told.
-    """
 
 
 class LeaseMachine(RuleBasedStateMachine):
@@ -251,21 +241,16 @@ class LeaseMachine(RuleBasedStateMachine):
         self.d.check()
 
     def teardown(self) -> None:
+        """End the example; past the shrink budget, stop Hypothesis (`ShrinkSpent`)."""
+        budget = self.d.core.h.shrink
+        # Hypothesis tears down in a `finally`: what a step or a check raised is in flight.
+        step_error = sys.exc_info()[1]
         try:
             self.d.teardown()
-        finally:
-            if _shrink_spent(self.d.core.h):
-                raise ShrinkSpent(self.d.core.h.shrinks)
-
-
-def _shrink_spent(harness: Harness) -> bool:
-    """Whether Hypothesis is shrinking a failure past the harness's budget (never in the
-    final replay, which tells the failure it shrank)."""
-    return (
-        harness.shrink_spent()
-        and currently_in_test_context()
-        and not current_build_context().is_final
-    )
+        except Exception as error:
+            budget.end(error)
+            raise
+        budget.end(step_error)
 
 
 class PriorityMachine(LeaseMachine):

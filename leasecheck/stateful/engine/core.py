@@ -31,7 +31,7 @@ from leasecheck.stateful.contract import (
     Queue,
     capabilities,
 )
-from leasecheck.stateful.engine import actors, answers, isolation, replan
+from leasecheck.stateful.engine import actors, answers, isolation, replan, shrinking
 from leasecheck.stateful.engine.answers import Answered, Outcome, Raised
 from leasecheck.stateful.engine.priorities import Priorities
 from leasecheck.stateful.engine.scheduler import Scheduler
@@ -85,13 +85,8 @@ class Harness:
     property; None while Hypothesis searches."""
     played: int = 0
     """How many of the opening's stories were played on it."""
-    shrinks: int | None = None
-    """The most examples Hypothesis may run on it after its first failure (to shrink
-    that failure, and any other found meanwhile); past them the machine stops the
-    search and the newest failure of its first property is told. None leaves Hypothesis
-    its own bound."""
-    shrunk: int = 0
-    """Examples run on it since its first recorded failure, that one included."""
+    shrink: shrinking.Budget = field(default_factory=shrinking.Budget)
+    """How many examples Hypothesis may run after its first failure (`--leasecheck-shrink`)."""
     broke_contract: tuple[str, tuple[Step, ...]] | None = None
     """The timeline and program of the latest example in which the queue broke the
     contract: its story, told in the form of a violation's."""
@@ -105,17 +100,12 @@ class Harness:
     def caps(self) -> Capabilities:
         return capabilities(self.queue)
 
-    def shrink_spent(self) -> bool:
-        """Whether the examples allowed for shrinking this harness's failure are spent."""
-        return self.shrinks is not None and self.shrunk > self.shrinks
-
     def reset(self) -> None:
         """Empty the queue and the harness tables between examples, on a clean monitor.
 
         The monitor's clean-up and the clock's reset share one round trip.
         """
-        if self.recorder.last:
-            self.shrunk += 1
+        self.shrink.count(failing=bool(self.recorder.last))
         actors.clean(self.pool.monitor, then=clock.QUERIES["reset"].text)
         self.queue.reset(self.pool.monitor)
         if self.replanned:  # the next example meets the plans a fresh one meets
