@@ -13,7 +13,6 @@ import pytest
 from psycopg import Connection
 
 import mutants
-from leasecheck import explore
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import contract
 from leasecheck.stateful.contract import Claim
@@ -21,23 +20,26 @@ from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.engine.driver import Driver
 from leasecheck.stateful.engine.moves import Stall, Take
+from leasecheck.stateful.exhaustive import moves, search, state
+from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import EXCLUSIVE_LEASE, SINGLE_COMPLETION, PropertyViolated
 
 
 def test_the_reference_has_no_violation_in_a_small_scope(reference_pool: actors.Pool) -> None:
-    scope = explore.Scope(workers=2, jobs=1, moves=1, preemptions=1)
-    done = explore.explore(Harness(queue=ReferenceQueue(), pool=reference_pool), scope)
+    scope = Scope(workers=2, jobs=1, moves=1, preemptions=1)
+    done = search.explore(Harness(queue=ReferenceQueue(), pool=reference_pool), scope)
     assert done.violation is None and done.complete
     assert done.schedules >= 10 and 0 < done.states <= done.schedules
-    assert done.said(scope).startswith("no violation in scope (2 workers, 1 job, up to 1 moves")
+    said = done.said(scope)
+    assert said.startswith("no violation in scope (2 workers, 1 job, 1 move, 1 preemption)")
 
 
 def test_the_story_is_found_in_two_moves(reference_pool: actors.Pool) -> None:
     """claim, then asleep (another reclaims, the sleeper completes): the naive queue breaks."""
     queue = contract.load(mutants.ALL["naive"])
-    scope = explore.Scope(workers=2, jobs=1, moves=2, preemptions=0)
-    done = explore.explore(Harness(queue=queue, pool=reference_pool), scope)
+    scope = Scope(workers=2, jobs=1, moves=2, preemptions=0)
+    done = search.explore(Harness(queue=queue, pool=reference_pool), scope)
     assert done.violation is not None
     assert done.violation.violation.prop == SINGLE_COMPLETION
     assert [s.rule for s in done.counterexample] == ["start", "claim", "asleep"]
@@ -55,33 +57,33 @@ def _stale_report(rule: str) -> list[Step]:
 
 
 def test_rows_the_queue_does_not_show_keep_two_states_apart(reference_pool: actors.Pool) -> None:
-    """stale-release's stale failure report ends the owner's lease in the row alone: the
-    model and state() read as after a refused completion. Merged with it, the claim that
+    """stale-release's stale failure report ends the owner's lease in the row alone:
+    what state() shows reads as after a refused completion. Merged with it, the claim that
     breaks exclusive-lease would never be tried, and the scope would read "no violation"."""
     harness = Harness(queue=contract.load(mutants.ALL["stale-release"]), pool=reference_pool)
-    scope = explore.Scope(workers=2, jobs=1, moves=4, preemptions=0)
-    tables = explore.Tables(reference_pool.monitor)
-    states = {}
+    scope = Scope(workers=2, jobs=1, moves=4, preemptions=0)
+    tables = state.Tables(reference_pool.monitor)
+    states: dict[str, Any] = {}
     for rule in ("fail", "complete"):
         harness.reset()
         d = Driver(harness)
         for step in _stale_report(rule):
             getattr(d, step.rule)(**step.args)
             d.check()
-        states[rule] = (explore.fingerprint(d), explore.fingerprint(d, tables))
+        states[rule] = state.fingerprint(d, tables)
         d.teardown()
-    (fail_seen, fail_rows), (complete_seen, complete_rows) = states["fail"], states["complete"]
-    assert fail_seen == complete_seen, "the model and state() tell them apart by themselves"
+    (_, fail_shown, fail_rows), (_, complete_shown, complete_rows) = states.values()
+    assert fail_shown == complete_shown, "state() tells them apart by itself"
     assert fail_rows != complete_rows
     then = Step("claim", {"how": Take(worker=0, held=False)})
     with pytest.raises(PropertyViolated) as caught:
-        explore._run(harness, [*_stale_report("fail"), then], scope)
+        search.run_program(harness, [*_stale_report("fail"), then], scope)
     assert caught.value.violation.prop == EXCLUSIVE_LEASE
 
 
 def test_a_search_cut_short_says_it_proves_nothing(reference_pool: actors.Pool) -> None:
-    scope = explore.Scope(moves=3)
-    done = explore.explore(Harness(queue=ReferenceQueue(), pool=reference_pool), scope, 0.0)
+    scope = Scope(moves=3)
+    done = search.explore(Harness(queue=ReferenceQueue(), pool=reference_pool), scope, 0.0)
     assert not done.complete
     assert "which proves nothing about the rest" in done.said(scope)
 
@@ -106,8 +108,8 @@ def test_a_restart_under_the_old_name_is_found_in_three_moves(reference_pool: ac
     """claim, restart (the new process has the old name), claim: recover-by-name hands the
     old process's job out again within its lease."""
     queue = contract.load(mutants.ALL["recover-by-name"])
-    scope = explore.Scope(workers=2, jobs=1, moves=3, preemptions=0)
-    done = explore.explore(Harness(queue=queue, pool=reference_pool), scope)
+    scope = Scope(workers=2, jobs=1, moves=3, preemptions=0)
+    done = search.explore(Harness(queue=queue, pool=reference_pool), scope)
     assert done.violation is not None
     assert done.violation.violation.prop == EXCLUSIVE_LEASE
     assert [s.rule for s in done.counterexample] == ["start", "claim", "restart", "claim"]
@@ -119,7 +121,7 @@ def test_drawn_isolation_offers_every_level(reference_pool: actors.Pool) -> None
     d = Driver(harness)
     try:
         d.start(2)
-        levels = {s.args.get("level") for s in explore.enabled(d, explore.Scope(), 0)}
+        levels = {s.args.get("level") for s in moves.enabled(d, Scope(), 0)}
     finally:
         d.teardown()
     assert levels == {None, "read committed", "repeatable read", "serializable"}
@@ -144,10 +146,10 @@ class RandomStamp(ReferenceQueue):
         return claim
 
 
-def _twice(harness: Harness, *tables: explore.Tables) -> list[list[Hashable]]:
+def _twice(harness: Harness, *tables: state.Tables) -> list[list[Hashable]]:
     """Run one program (claim, time passes) twice; return its states under each `tables`."""
     program = [
-        *explore.Scope().start(),
+        *Scope().start(),
         Step("claim", {"how": Take(worker=0, held=False)}),
         Step("time_passes", {"to": "past-lease-end"}),
     ]
@@ -157,7 +159,7 @@ def _twice(harness: Harness, *tables: explore.Tables) -> list[list[Hashable]]:
         d = Driver(harness)
         for step in program:
             getattr(d, step.rule)(**step.args)
-        runs.append([explore.fingerprint(d, t) for t in tables])
+        runs.append([state.fingerprint(d, t) for t in tables])
         d.teardown()
     return runs
 
@@ -166,7 +168,7 @@ def test_one_program_run_twice_is_one_state(reference_pool: actors.Pool) -> None
     """The harness's clock keeps the real instant of each move: in the state, it kept every
     state apart, and 3 moves with 1 preemption took 26,686 schedules instead of 5,051."""
     harness = Harness(queue=ReferenceQueue(), pool=reference_pool)
-    (first,), (second,) = _twice(harness, explore.Tables(reference_pool.monitor))
+    (first,), (second,) = _twice(harness, state.Tables(reference_pool.monitor))
     assert first == second
 
 
@@ -176,7 +178,7 @@ def test_a_column_left_out_lets_states_of_random_ids_merge(reference_pool: actor
     (`--ignore-column jobs.payload`) they are one state."""
     harness = Harness(queue=RandomStamp(), pool=reference_pool)
     monitor = reference_pool.monitor
-    tables = explore.Tables(monitor), explore.Tables(monitor, ["jobs.payload"])
+    tables = state.Tables(monitor), state.Tables(monitor, ["jobs.payload"])
     (kept_1, merged_1), (kept_2, merged_2) = _twice(harness, *tables)
     assert kept_1 != kept_2, "the stamp is not random, so this test shows nothing"
     assert merged_1 == merged_2
@@ -190,14 +192,14 @@ def test_a_transaction_held_from_another_instant_is_another_state(
     them would leave the first's calls (which write leases from the earlier instant)
     unexplored."""
     harness = Harness(queue=ReferenceQueue(), pool=reference_pool)
-    tables = explore.Tables(reference_pool.monitor)
+    tables = state.Tables(reference_pool.monitor)
     hold, wait = Step("open_transaction", {"pick": 0}), Step("time_passes", {"to": "beat"})
     states = []
     for program in ([hold, wait], [wait, hold]):
         harness.reset()
         d = Driver(harness)
-        for step in [*explore.Scope().start(), *program]:
+        for step in [*Scope().start(), *program]:
             getattr(d, step.rule)(**step.args)
-        states.append(explore.fingerprint(d, tables))
+        states.append(state.fingerprint(d, tables))
         d.teardown()
     assert states[0] != states[1]

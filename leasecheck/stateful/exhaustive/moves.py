@@ -1,0 +1,123 @@
+"""The moves a state offers the explorer: each rule with each distinct choice it has.
+
+Each rule is offered with each worker or claim the model lets it fall on (its `pick`,
+an index into the same list the driver picks from), `asleep` (the story's stall)
+among them, as it reaches in one move what takes the others four.
+
+Workers are equal up to their names, so of the workers that have done nothing yet
+(no call, no fault, nothing held) only the first is offered a move: what the others
+would do is the same program under another name. A queue that treats worker names
+as more than opaque labels (orders or compares them) is not searched whole by this
+reduction; none of the contract's calls gives it a reason to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from leasecheck.stateful.engine import isolation
+from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.engine.moves import RIVALS, WAKE_UP, Stall, Take
+from leasecheck.stateful.engine.workers import Worker
+from leasecheck.stateful.exhaustive.scope import Scope
+from leasecheck.stateful.program import Step
+
+TIMES = ("lease-end", "past-lease-end", "before-lease-end", "beat")
+AFTERS = (1, 2, 3)
+
+
+def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
+    """Return every distinct move the model offers now, within `scope`'s rules."""
+    core = d.core
+    twins = _twins(d)
+    out: list[Step] = []
+
+    def offer(rule: str, among: Sequence[Worker | str], **extra: object) -> None:
+        for i, who in enumerate(among):
+            name = who if isinstance(who, str) else who.name
+            if name not in twins:
+                out.append(Step(rule, {"pick": i, **extra}))
+
+    held_claims = "claim" in core.caps.held_calls
+    if d.can_claim():
+        for i, w in enumerate(core.claimers()):
+            if w.name in twins:
+                continue
+            out.append(Step("claim", {"how": Take(worker=i, held=False)}))
+            if held_claims:
+                out.extend(
+                    Step("claim", {"how": Take(worker=i, held=True)} | _level(level))
+                    for level in _levels(core.h.isolation)
+                )
+    if d.can_claim_batch():
+        for size in (1, 2):
+            offer("claim_batch", core.claimers(), size=size)
+    if d.can_complete_batch():
+        holders = [w for w in core.workers if w.can_act and core.may(w, "complete") and w.held]
+        for size in (1, 2):
+            offer("complete_batch", holders, size=size)
+    if d.can_heartbeat():
+        out.extend(Step("heartbeat", {"pick": i}) for i in range(len(core.pairs("heartbeat"))))
+    for rule, call in (("complete", "complete"), ("fail", "fail"), ("send_effect", "send")):
+        out.extend(Step(rule, {"pick": i}) for i in range(len(core.pairs(call))))
+    if d.can_stall():
+        stallers = [w for w in core.workers if not w.paused and w.granted]
+        rivals = RIVALS if held_claims else RIVALS[:1]
+        for i in range(len(stallers)):
+            hows = [Stall(worker=i, alone=False, then=t, rival=r) for t in WAKE_UP for r in rivals]
+            hows += [Stall(worker=i, alone=True, then=t) for t in WAKE_UP]
+            out.extend(Step("asleep", {"how": how}) for how in hows)
+    offer("pause", [w for w in core.workers if not w.paused])
+    offer("resume", [w for w in core.workers if w.paused])
+    if d.can_crash():
+        offer("crash", core.busy())
+    if d.can_restart():
+        offer("restart", core.busy())
+    offer("cut", [w for w in core.workers if w.txn is not None or w.waiting])
+    if d.can_sweep():
+        out.extend(Step("sweep", {"after": a}) for a in ("now", "past-lease-end"))
+    out.extend(Step("time_passes", {"to": t}) for t in TIMES)
+    levels = _levels(core.h.isolation)
+    if d.can_open_transaction():
+        for level in levels:
+            idle = [w for w in core.workers if w.can_act and w.txn is None]
+            offer("open_transaction", idle, **_level(level))
+    if d.can_close_transaction():
+        holding = [w for w in core.workers if w.can_act and w.txn is not None]
+        for commit in (True, False):
+            offer("close_transaction", holding, commit=commit)
+    if preempted < scope.preemptions and d.can_preempt():
+        for after in AFTERS:
+            offer("preempt", d._preemptible(), after=after)
+    offer("resume_call", core.parked())
+    if d.can_time_out():
+        offer("time_out", d.calls.timeouts.armable())
+    return [step for step in out if scope.offers(step.rule)]
+
+
+def _twins(d: Driver) -> set[str]:
+    """Return the workers that have done nothing yet, but the first of them: each is the
+    first under another name (see the module's docstring)."""
+    core = d.core
+    acted = {e.worker for e in core.history.events}
+    armed = set(core.scheduler.armed) | d.calls.timeouts.armed
+    fresh = [
+        w.name
+        for w in core.workers
+        if w.name not in acted
+        and w.name not in armed
+        and not (w.known_as or w.paused or w.crashed or w.held or w.txn is not None)
+    ]
+    return set(fresh[1:])
+
+
+def _levels(mode: str) -> tuple[str | None, ...]:
+    """Return the levels a held transaction is opened at under `mode` (None: the default
+    machine's, which names none)."""
+    if mode == isolation.DEFAULT:
+        return (None,)
+    return isolation.LEVELS if mode == "drawn" else (mode.replace("-", " "),)
+
+
+def _level(level: str | None) -> dict[str, str]:
+    return {} if level is None else {"level": level}

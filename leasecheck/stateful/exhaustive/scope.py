@@ -1,0 +1,73 @@
+"""How small a world is searched whole, and what a search of it found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from leasecheck.stateful.program import Step
+from leasecheck.stateful.properties import PropertyViolated
+
+EVERY_RULE: frozenset[str] = frozenset()
+"""A scope's `rules` when every move the machine has is offered."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Workers, jobs, moves per program and preemptions per program; and the rules a
+    move may be (all of them unless `rules` names some), so a scope says exactly which
+    programs "searched whole" covers."""
+
+    workers: int = 2
+    jobs: int = 1
+    moves: int = 3
+    preemptions: int = 1
+    rules: frozenset[str] = EVERY_RULE
+
+    def start(self) -> list[Step]:
+        steps = [Step("start", {"workers": self.workers})]
+        if self.jobs > 1:
+            steps.append(Step("enqueue", {"jobs": self.jobs - 1}))
+        return steps
+
+    def offers(self, rule: str) -> bool:
+        return not self.rules or rule in self.rules
+
+    def where(self, moves: int | None = None) -> str:
+        """Return the scope in words: `2 workers, 1 job, 5 moves, 1 preemption`."""
+        n = self.moves if moves is None else moves
+        said = (
+            f"{self.workers} worker{'s' * (self.workers != 1)}, {self.jobs} "
+            f"job{'s' * (self.jobs != 1)}, {n} move{'s' * (n != 1)}, {self.preemptions} "
+            f"preemption{'s' * (self.preemptions != 1)}"
+        )
+        if self.rules:
+            said += f" (moves: {', '.join(sorted(self.rules))})"
+        return said
+
+
+@dataclass
+class Outcome:
+    """What a search found, and how much of the scope it covered."""
+
+    schedules: int = 0
+    states: int = 0
+    seconds: float = 0.0
+    complete: bool = True
+    """False when the budget ran out before the scope was searched whole."""
+    depth: int = 0
+    """The program length searched whole."""
+    violation: PropertyViolated | None = None
+    counterexample: list[Step] = field(default_factory=list)
+
+    def said(self, scope: Scope) -> str:
+        """Return the closing line."""
+        counts = f"{self.schedules} schedules, {self.states} distinct states, {self.seconds:.0f} s"
+        if self.violation is not None:
+            return f"violation in scope ({scope.where()}) after {counts}"
+        if not self.complete:
+            return (
+                f"budget ran out: programs of up to {self.depth} moves searched whole, not "
+                f"{scope.moves} ({scope.where()}; {counts}); no violation found so far, which "
+                "proves nothing about the rest"
+            )
+        return f"no violation in scope ({scope.where()}): {counts}"

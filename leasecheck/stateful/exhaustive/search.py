@@ -1,0 +1,147 @@
+"""Bounded-exhaustive search: every program of a scope, breadth first, each state once.
+
+Each program runs from a reset queue on the driver directly and is judged after every
+move, so a program that breaks a property is a counterexample with the same files a
+property run leaves. A program whose end state (`state.fingerprint`: everything its
+future depends on) was met before is not extended, and its end is not judged again
+(the same state ends the same way); a new state is brought to rest and judged whole
+(heal, finish, drain: no-lost-jobs and the other end properties).
+
+The budget is counted in schedules, so a search covers the same programs on any
+machine (a derandomized run stays one run), and optionally in seconds, for the
+command. A search that stops on its budget says how deep it went whole: a search
+cut short proves nothing about the rest. `part=(i, n)` keeps the i-th of every n
+programs of the first move, so n shards split one scope between them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Iterable
+
+from leasecheck.stateful.engine.core import Harness
+from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.exhaustive.moves import enabled
+from leasecheck.stateful.exhaustive.scope import Outcome, Scope
+from leasecheck.stateful.exhaustive.state import Tables, fingerprint
+from leasecheck.stateful.program import Step
+from leasecheck.stateful.properties import PropertyViolated
+
+
+class _Budget:
+    """Schedules and seconds left; either may be unbounded."""
+
+    def __init__(self, schedules: int | None, seconds: float | None) -> None:
+        self.schedules = schedules
+        self.deadline = None if seconds is None else time.monotonic() + seconds
+
+    def spent(self, done: Outcome) -> bool:
+        if self.schedules is not None and done.schedules >= self.schedules:
+            return True
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+
+def explore(
+    harness: Harness,
+    scope: Scope,
+    seconds: float | None = 60.0,
+    ignored: Iterable[str] = (),
+    *,
+    schedules: int | None = None,
+    part: tuple[int, int] = (0, 1),
+) -> Outcome:
+    """Search `scope` breadth first within the budget; the columns named in `ignored`
+    are not part of a state (see `Tables`)."""
+    started = time.monotonic()
+    budget = _Budget(schedules, seconds)
+    done = Outcome()
+    seen: set[Hashable] = set()
+    start = scope.start()
+    tables = Tables(harness.pool.monitor, ignored)
+    harness.reset()
+    try:
+        state, offered = _run(harness, start, scope, tables, judge_end=True)
+    except PropertyViolated as error:
+        return _found(done, error, start, started)
+    seen.add(state)
+    index, count = part
+    frontier = [(start, offered[index::count])]
+    for depth in range(1, scope.moves + 1):
+        deeper = []
+        for prefix, moves in frontier:
+            for move in moves:
+                if budget.spent(done):
+                    done.complete = False
+                    done.seconds = time.monotonic() - started
+                    return done
+                steps = [*prefix, move]
+                done.schedules += 1
+                try:
+                    state, offered = _run(harness, steps, scope, tables, seen=seen)
+                except PropertyViolated as error:
+                    return _found(done, error, steps, started)
+                if state is not None:
+                    done.states += 1
+                    deeper.append((steps, offered))
+        frontier = deeper
+        done.depth = depth
+    done.seconds = time.monotonic() - started
+    return done
+
+
+def _run(
+    harness: Harness,
+    steps: list[Step],
+    scope: Scope,
+    tables: Tables,
+    *,
+    seen: set[Hashable] | None = None,
+    judge_end: bool = False,
+) -> tuple[Hashable | None, list[Step]]:
+    """Run `steps` on a fresh driver (the harness was reset by the program before),
+    judging after each; return the state it reached and the moves it offers next, or
+    None for a state in `seen` (added to it otherwise). A new state is brought to rest
+    and judged at its end; a state met before only cleaned up. A broken property raises.
+    """
+    d = Driver(harness)
+    d.core.program.extend(steps)
+    try:
+        for step in steps:
+            getattr(d, step.rule)(**step.args)
+            d.check()
+        state = fingerprint(d, tables)
+        fresh = seen is None or state not in seen
+        offered = enabled(d, scope, sum(s.rule == "preempt" for s in steps)) if fresh else []
+        if seen is not None and fresh:
+            seen.add(state)
+    except BaseException:
+        d.core.clean_up()
+        raise
+    if fresh or judge_end or _in_flight(d):
+        d.teardown()  # a call in flight goes on: cheaper than ending its backend
+    else:
+        d.core.clean_up()
+    return (state if fresh else None), offered
+
+
+def _in_flight(d: Driver) -> bool:
+    return any(
+        w.waiting is not None or w.main.parked or w.beat_waiting is not None
+        for w in d.core.actors()
+    )
+
+
+def _found(done: Outcome, error: PropertyViolated, steps: list[Step], started: float) -> Outcome:
+    done.violation, done.counterexample = error, steps
+    done.seconds = time.monotonic() - started
+    return done
+
+
+def run_program(harness: Harness, steps: list[Step], scope: Scope) -> tuple[Hashable, list[Step]]:
+    """Run one program from a reset queue, judged whole; return its state and next moves
+    (what a test of the explorer compares)."""
+    harness.reset()
+    tables = Tables(harness.pool.monitor)
+    state, offered = _run(harness, steps, scope, tables, judge_end=True)
+    assert state is not None
+    return state, offered

@@ -1,0 +1,111 @@
+"""The explorer's state is exact: programs that reach one state have one future.
+
+The false proof it guards against: with a lock timeout armed left out of the state,
+"a held claim, then time_out" was merged with "a held claim", so the claim that times
+out after its own UPDATE committed was never tried, and a scope holding a 5-step
+counterexample read "no violation in scope".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from psycopg import Connection
+
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful.contract import Claim
+from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.core import Harness
+from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.exhaustive import audit, state
+from leasecheck.stateful.exhaustive.scope import Scope
+from leasecheck.stateful.exhaustive.search import explore
+from leasecheck.stateful.properties import NO_HIDDEN_CLAIMS
+
+AHEAD = "select count(*) from (select id from jobs where id < %(id)s for update) as ahead"
+TAKE = (
+    "select id from jobs where status = 'queued' "
+    "or (status = 'running' and lease_until < now() and attempt < max_attempts) "
+    "order by id limit 1 for update skip locked"
+)
+MARK = (
+    "update jobs set status = 'running', attempt = attempt + 1, locked_by = %(worker)s, "
+    "lease_until = now() + %(lease)s, claimed_at = now() where id = %(id)s returning attempt"
+)
+
+
+class CountsAfterClaim(ReferenceQueue):
+    """Claims (and commits), then counts the jobs ahead of its own in a second statement
+    that locks them: behind another worker's open transaction it waits, and under a
+    lock timeout it raises, though the claim it made has committed."""
+
+    name = "counts-after-claim"
+
+    def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
+        with conn.transaction():  # outside a held transaction, this commits the claim
+            row = conn.execute(TAKE).fetchone()
+            if row is None:
+                return None
+            params = {"worker": worker, "lease": lease, "id": row[0]}
+            marked = conn.execute(MARK, params).fetchone()
+        conn.execute(AHEAD, {"id": row[0]})
+        assert marked is not None
+        return Claim(job_id=int(row[0]), token=int(marked[0]), worker=worker)
+
+
+SCOPE = Scope(workers=2, jobs=2, moves=3, preemptions=0, rules=frozenset({"claim", "time_out"}))
+
+
+@pytest.fixture
+def forgetful(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state as it was: without the lock timeouts armed."""
+    exact = state.harness_state
+
+    def without_timeouts(d: Driver) -> Hashable:
+        armed, d.calls.timeouts.armed = d.calls.timeouts.armed, set()
+        try:
+            return exact(d)
+        finally:
+            d.calls.timeouts.armed = armed
+
+    monkeypatch.setattr(state, "harness_state", without_timeouts)
+
+
+def test_the_claim_that_times_out_after_committing_is_found(reference_pool: actors.Pool) -> None:
+    done = explore(Harness(queue=CountsAfterClaim(), pool=reference_pool), SCOPE, schedules=500)
+    assert done.violation is not None, done.said(SCOPE)
+    assert done.violation.violation.prop == NO_HIDDEN_CLAIMS
+    assert [s.rule for s in done.counterexample] == [
+        "start", "enqueue", "claim", "time_out", "claim",
+    ]  # fmt: skip
+
+
+def test_without_the_armed_timeouts_the_scope_reads_as_proven(
+    reference_pool: actors.Pool, forgetful: None
+) -> None:
+    """The teeth of the test above: the old state gives the false proof."""
+    done = explore(Harness(queue=CountsAfterClaim(), pool=reference_pool), SCOPE, schedules=500)
+    assert done.violation is None and done.complete
+
+
+def test_programs_that_reach_one_state_answer_alike(reference_pool: actors.Pool) -> None:
+    """Twins continued with the same random moves answer the same, on a queue whose
+    lock waits and timeouts the moves reach."""
+    harness = Harness(queue=CountsAfterClaim(), pool=reference_pool)
+    scope = Scope(workers=2, jobs=2, moves=2, preemptions=1)
+    checked, parted = audit.audit(harness, scope, pairs=25, continuations=2, length=4)
+    assert checked == 25
+    assert not parted, "\n".join(str(p) for p in parted)
+
+
+def test_the_audit_finds_the_part_left_out(reference_pool: actors.Pool, forgetful: None) -> None:
+    """The audit's own teeth: with the armed timeouts left out, twins part."""
+    harness = Harness(queue=CountsAfterClaim(), pool=reference_pool)
+    found = audit.twins(harness, SCOPE, 50)
+    armed = [t for t in found if t.second[-1].rule == "time_out"]
+    assert armed, "no twin was made by the forgotten move, so this shows nothing"
+    parted = audit.futures(harness, armed[0], SCOPE, continuations=4, length=2, seed=0)
+    assert parted
