@@ -8,14 +8,17 @@ from contextlib import contextmanager
 from leasecheck.dbfixtures import embedded, janitor
 from leasecheck.stateful import clock, contract
 
+REFERENCE = "leasecheck.reference.queue:ReferenceQueue"
+
 
 @contextmanager
-def reference_database(pg_dsn: str | None) -> Iterator[str]:
-    """Yield a DSN for a fresh database with the reference schema; drop it (and the server)."""
+def reference_database(pg_dsn: str | None, spec: str = REFERENCE) -> Iterator[str]:
+    """Yield a DSN for a fresh database with the schema of the queue `spec` (the
+    reference's by default); drop it (and the server)."""
     server = None if pg_dsn else embedded.start()
     try:
         with janitor.temporary(pg_dsn or (server.dsn if server else ""), "bench") as dsn:
-            clock.prepare(dsn, contract.load("leasecheck.reference.queue:ReferenceQueue"))
+            clock.prepare(dsn, contract.load(spec))
             yield dsn
     finally:
         if server is not None:

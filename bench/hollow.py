@@ -13,7 +13,17 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from leasecheck.stateful.engine.core import MAX_JOBS
-from leasecheck.stateful.engine.moves import AFTER, BATCH, HOLD, PICK, STALL, TAKE, Stall, Take
+from leasecheck.stateful.engine.moves import (
+    AFTER,
+    BATCH,
+    HOLD,
+    PICK,
+    STALL,
+    TAKE,
+    TIMES,
+    Stall,
+    Take,
+)
 
 
 class Hollow(RuleBasedStateMachine):
@@ -106,7 +116,7 @@ class Hollow(RuleBasedStateMachine):
     def sweep(self, after: str) -> None:
         pass
 
-    @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second", "before-lease-end"]))
+    @rule(to=st.sampled_from(TIMES))
     def time_passes(self, to: str) -> None:
         pass
 

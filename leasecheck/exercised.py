@@ -16,11 +16,14 @@ from typing import Any
 
 import pytest
 
+from leasecheck.stateful.exhaustive import layer
 from leasecheck.stateful.verdict import coverage
 
 KEY = "leasecheck_coverage"
 OPENING = "leasecheck_opening"
 """How many of the opening's stories (`stateful.opening`) an item played."""
+SEARCHED = "leasecheck_searched"
+"""The small scopes an item searched whole (`stateful.exhaustive.layer.Searched`)."""
 
 
 def summarise(reporter: Any) -> None:
@@ -52,6 +55,15 @@ def summarise(reporter: Any) -> None:
     if played:
         stories = f"{played} fixed stories of 2 workers and 1 job"
         reporter.write_line(f"  the opening: {stories}, played before the search")
+    searched = [
+        s
+        for report in reporter.stats.get("passed", []) + reporter.stats.get("failed", [])
+        for name, value in getattr(report, "user_properties", ())
+        if name == SEARCHED and getattr(report, "when", "") == "call"
+        for s in value
+    ]
+    for line in layer.said(searched):
+        reporter.write_line(f"  {line}")
     for line in coverage.summary(total, holds=not cut):
         reporter.write_line(f"  {line}")
 

@@ -40,6 +40,14 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument("--preemptions", type=int, default=1)
     cmd.add_argument("--seconds", type=float, default=600.0, help="time budget (600)")
     cmd.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="offer only this move (claim, complete, fail, time_passes, ...); repeat for "
+        "each; default: every move",
+    )
+    cmd.add_argument(
         "--ignore-column",
         action="append",
         default=[],
@@ -66,7 +74,7 @@ def add_parser(commands: Any) -> None:
 
 def command(args: Any) -> int:
     """Run `leasecheck explore`; print the closing line (and the counterexample)."""
-    scope = Scope(args.workers, args.jobs, args.moves, args.preemptions)
+    scope = Scope(args.workers, args.jobs, args.moves, args.preemptions, frozenset(args.rule))
     if not (1 <= scope.workers <= 5 and 1 <= scope.jobs <= MAX_JOBS and scope.moves >= 1):
         print(
             f"leasecheck explore: give 1-5 workers, 1-{MAX_JOBS} jobs and at least 1 move",

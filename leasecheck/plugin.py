@@ -368,11 +368,12 @@ class _Harness(Harness):
         if self.told is not None and self.failing is not None:
             elsewhere = self.told()
             if self.failing in elsewhere:
-                what = (
-                    f"its opening story {self.opening!r} broke {self.failing}"
-                    if self.opening
-                    else f"stopped shrinking its {self.failing} failure"
-                )
+                if self.opening is None:
+                    what = f"stopped shrinking its {self.failing} failure"
+                elif self.opening.startswith("small scope"):
+                    what = f"its opening's {self.opening} broke {self.failing}"
+                else:
+                    what = f"its opening story {self.opening!r} broke {self.failing}"
                 pytest.skip(
                     f"leasecheck: {what}: {elsewhere[self.failing]} told that property's "
                     "failure in full"
@@ -400,6 +401,7 @@ def leasecheck_harness(
         schedule=pytestconfig.getoption("--leasecheck-schedule"),
         isolation=pytestconfig.getoption("--leasecheck-isolation"),
         opens=pytestconfig.getoption("--leasecheck-opening") == "on",
+        searches=profiles.SEARCHES[pytestconfig.getoption("--leasecheck-profile")],
         shrink=shrinking.Budget(
             profiles.shrinks(
                 pytestconfig.getoption("--leasecheck-shrink"),

@@ -30,6 +30,7 @@ from leasecheck.stateful import opening
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import memory
 from leasecheck.stateful.engine.shrinking import ShrinkSpent
+from leasecheck.stateful.exhaustive import layer
 from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import confirm, minimize, replay
@@ -51,7 +52,8 @@ def test_leasecheck_properties(
 ) -> None:
     """Simulated workers race over leased jobs; every property holds after every step.
 
-    The shard plays its share of the opening's fixed stories (`stateful.opening`), then
+    The shard plays its share of the opening's fixed stories (`stateful.opening`) and
+    searches its share of the small scopes whole (`stateful.exhaustive.layer`), then
     Hypothesis searches. What the examples exercised is recorded with the report, pass
     or fail, for the run's summary of what each property was put to.
     """
@@ -70,7 +72,10 @@ def test_leasecheck_properties(
     def run() -> None:
         with memory.bounded():
             if leasecheck_harness.opens:
-                opening.play(leasecheck_harness, leasecheck_shard.index, leasecheck_shard.count)
+                index, count = leasecheck_shard.index, leasecheck_shard.count
+                opening.play(leasecheck_harness, index, count)
+                searched = layer.play(leasecheck_harness, index, count)
+                leasecheck_harness.searched += [s.as_dict() for s in searched]
             # Any factory will do, as Hypothesis documents; its annotation says a class.
             run_state_machine_as_test(machine, settings=budget)  # type: ignore[arg-type]
 
@@ -81,6 +86,7 @@ def test_leasecheck_properties(
         # queue's CI that writes JUnit XML with warnings as errors would fail on it.
         request.node.user_properties.append((exercised.KEY, dict(leasecheck_harness.coverage)))
         request.node.user_properties.append((exercised.OPENING, leasecheck_harness.played))
+        request.node.user_properties.append((exercised.SEARCHED, leasecheck_harness.searched))
 
 
 def test_leasecheck_what_is_not_checked(leasecheck_gap: str) -> None:
@@ -233,7 +239,7 @@ def _told(
     replay). `spent` is the shrink budget that stopped Hypothesis, if one did."""
     if prop is None or (prop not in shorter and prop not in stories and error is not None):
         return [str(error), *getattr(error, "__notes__", ())]
-    found = f"the opening's story {harness.opening!r}" if harness.opening else None
+    found = _opening_said(harness.opening)
     failure = harness.recorder.last[prop]
     verdict = f"{failure.violation}\n{failure.timeline}"
     if prop not in shorter:
@@ -257,6 +263,15 @@ def _told(
         "the failure does not need):",
         *done.story,
     ]
+
+
+def _opening_said(opening: str | None) -> str | None:
+    """Say which part of the opening found a failure: a story, or a small scope."""
+    if opening is None:
+        return None
+    if opening.startswith("small scope"):
+        return f"the opening's {opening}, breadth first"
+    return f"the opening's story {opening!r}"
 
 
 def _violations(error: BaseException) -> list[BaseException] | None:

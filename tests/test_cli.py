@@ -231,8 +231,8 @@ def test_check_honours_leasecheck_dir_and_reports_a_failure_once(
     project: Path, tmp_path: Path, leasecheck_server_dsn: str
 ) -> None:
     """$LEASECHECK_DIR takes the files (with a .gitignore, as leasecheck made the directory);
-    two seeded shards that find the same failure tell it once (the second stops shrinking
-    it once the first has told it); no traceback."""
+    two seeded shards that find the same failure tell it once (the second, whose opening's
+    small scope breaks it, leaves it to the first, which told it); no traceback."""
     out = tmp_path / "failures"
     done = _leasecheck(
         project, tmp_path / "tmp",
@@ -243,7 +243,7 @@ def test_check_honours_leasecheck_dir_and_reports_a_failure_once(
     assert done.returncode == 1, done.output
     assert "1 failed, 1 skipped" in done.lines[-1], done.output
     assert done.output.count("[single-completion] job1 completed 2 times\n") == 1, done.output
-    assert "stopped shrinking its single-completion failure: shard-1-of-8 told" in done.output
+    assert "single-completion: shard-1-of-8 told that property's failure in full" in done.output
     assert "Traceback" not in done.output and "stateful/machine.py" not in done.output
     assert (out / ".gitignore").read_text() == "*\n"
     (saved,) = out.glob("naive-single-completion-*.json")

@@ -27,7 +27,8 @@ def test_a_property_never_exercised_names_all_its_situations() -> None:
     lines = coverage.summary({"stale completion sent": 3}, judged=[P.RETRY_CAP])
     assert lines == [
         "retry-cap: holds, not exercised",
-        "    never met: claim at the attempt cap; claim past the attempt cap tried",
+        "    never met: claim at the attempt cap; claim past the attempt cap tried; "
+        "failure report on the last attempt",
     ]
 
 

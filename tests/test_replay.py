@@ -20,7 +20,7 @@ from tests.fixtures import REFERENCE, derandomized, run_state_machine_as_test
 
 sys.path.insert(0, str(Path(__file__).with_name("data") / "myqueue"))  # a correct queue
 
-FIND = derandomized(300)
+FIND = derandomized(1000)
 
 
 @pytest.fixture

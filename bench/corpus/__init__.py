@@ -4,6 +4,8 @@ Each sub-package is one queue of its own design (schema, SQL style, claim type, 
 type); its clean form keeps the contract, and each variant plants one plain bug a
 user writes. `QUEUES` lists the clean queues, `VARIANTS` the planted bugs;
 `bench.corpus_kills` runs them through `leasecheck check` as a user does.
+`short_programs` is a later batch (issue 46): bugs with a counterexample of a few
+moves that `ci` missed, each with its witness program (`short_programs.witnesses`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ QUEUES = {
         _py("uuid_tasks", "UuidTasks", "uuid-tasks", "uuid-tasks", None),
         _py("orm_items", "OrmItems", "orm-items", "orm-items", None),
         _py("async_pool", "AsyncPoolQueue", "async-pool", "async-pool", None),
+        _py("short_programs", "TaskTable", "task-table", "task-table", None),
+        _py("short_programs", "WorkLeases", "work-leases", "work-leases", None),
         Entry(name=SQL_FILE, queue=SQL_FILE, bug=None),
     )
 }
@@ -85,12 +89,34 @@ _BUGS = [
      "no retry cap on the expired path (reaper)"),
 ]  # fmt: skip
 
+_SHORT_PROGRAMS = [
+    ("task-table", "RetryAtCap", "task-table-retry-at-cap",
+     "failure on the last try re-queued; the claim takes only tries left"),
+    ("task-table", "DoneThenEffect", "task-table-done-then-effect",
+     "completion commits done, then runs the effect in a second transaction"),
+    ("work-leases", "CountAfterCommit", "work-leases-count-after-commit",
+     "claim commits, then a counter update that can time out raises"),
+    ("task-table", "HeartbeatRevives", "task-table-heartbeat-revives",
+     "heartbeat fenced on the try, not the state, writes active back"),
+    ("task-table", "BatchAnyAny", "task-table-batch-any-any",
+     "batch completion matches id = any and try = any, not pairwise"),
+    ("task-table", "ExtendFromLeaseEnd", "task-table-extend-from-lease-end",
+     "heartbeat extends from the old lease end, not from now"),
+    ("work-leases", "UnlockedLeaseRow", "work-leases-unlocked-lease-row",
+     "claim locks the item row but not its lease row"),
+]  # fmt: skip
+"""Issue 46's batch, one module for both queues: (clean queue, class, name, bug)."""
+
 VARIANTS = {
     e.name: e
     for e in (
         *(
             _py(module, attr, name, module.replace("_", "-"), bug)
             for module, attr, name, bug in _BUGS
+        ),
+        *(
+            _py("short_programs", attr, name, queue, bug)
+            for queue, attr, name, bug in _SHORT_PROGRAMS
         ),
         Entry(
             name="visibility-heartbeat-by-receiver",

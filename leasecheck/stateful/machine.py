@@ -12,10 +12,12 @@ the one module that drives Hypothesis's stateful engine.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from hypothesis import event as _hypothesis_event
 from hypothesis import note as _hypothesis_note
 from hypothesis import strategies as st
+from hypothesis import target as _hypothesis_target
 from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -32,19 +34,23 @@ from leasecheck.stateful.engine.moves import (
     PICK,
     STALL,
     TAKE,
+    TIMES,
     Stall,
     Take,
 )
 from leasecheck.stateful.program import recorded
 from leasecheck.stateful.properties import violation_error
+from leasecheck.stateful.verdict import coverage
 
 __all__ = [
     "Harness",
     "LeaseMachine",
     "PriorityMachine",
+    "aim",
     "at_isolation",
     "machine_for",
     "note",
+    "situation",
     "violation_error",
 ]
 
@@ -55,12 +61,29 @@ def note(message: str) -> None:
         _hypothesis_note(message)
 
 
+def situation(name: str) -> None:
+    """Record a dangerous situation as it is counted as a Hypothesis event, so
+    `--hypothesis-show-statistics` shows in what share of examples each came up; silent
+    outside a test (a replay, the opening's stories)."""
+    if currently_in_test_context():
+        _hypothesis_event(name)
+
+
+def aim(counts: Mapping[str, int]) -> None:
+    """Tell Hypothesis how often the example met each situation it aims at
+    (`coverage.AIMED`), one label each, so its target phase favours examples that meet
+    them more. Call once per example (Hypothesis refuses a label twice): at teardown."""
+    if currently_in_test_context():
+        for name in coverage.AIMED:
+            _hypothesis_target(counts.get(name, 0), label=name)
+
+
 class LeaseMachine(RuleBasedStateMachine):
     """Workers claim, heartbeat, pause, crash and complete; the oracle judges every answer."""
 
     def __init__(self, harness: Harness) -> None:
         super().__init__()
-        self.d = Driver(harness, say=note)
+        self.d = Driver(harness, say=note, seen=situation)
         self.program = self.d.core.program
 
     @property
@@ -191,7 +214,7 @@ class LeaseMachine(RuleBasedStateMachine):
         """The queue's own recovery (`maintain`) runs, now or just after the next lease ends."""
         self.d.sweep(after)
 
-    @rule(to=st.sampled_from(["lease-end", "past-lease-end", "beat", "second", "before-lease-end"]))
+    @rule(to=st.sampled_from(TIMES))
     @recorded
     def time_passes(self, to: str) -> None:
         """Let time pass; running workers' heartbeats fire on schedule meanwhile."""
@@ -241,7 +264,9 @@ class LeaseMachine(RuleBasedStateMachine):
         self.d.check()
 
     def teardown(self) -> None:
-        """End the example; past the shrink budget, stop Hypothesis (`ShrinkSpent`)."""
+        """End the example and aim Hypothesis at its rare situations (`aim`, once per
+        example, with the drain's counted); past the shrink budget, stop Hypothesis
+        (`ShrinkSpent`)."""
         budget = self.d.core.h.shrink
         # Hypothesis tears down in a `finally`: what a step or a check raised is in flight.
         step_error = sys.exc_info()[1]
@@ -250,6 +275,7 @@ class LeaseMachine(RuleBasedStateMachine):
         except Exception as error:
             budget.end(error)
             raise
+        aim(self.d.core.oracle.ledger.situations)
         budget.end(step_error)
 
 

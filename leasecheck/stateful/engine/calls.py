@@ -99,6 +99,7 @@ class Calls:
 
     def beat(self, w: Worker, h: Held) -> None:
         h.next_beat = self.core.now + BEAT
+        self._after_own_completion(h)
         lease = timedelta(microseconds=LEASE)
 
         def done(outcome: Outcome, at: int) -> None:
@@ -204,6 +205,8 @@ class Calls:
         owners = {self.owns(h) for h in batch}
         if owners == {True, False}:
             self.core.saw("batch of stale and fresh claims")
+        for h in batch:
+            h.completion_sent = True
         record = clock.QUERIES["record_effect"].text
         calls = {id(h.raw): next(self.core.call_ids) for h in batch}
         rows = {
@@ -253,8 +256,19 @@ class Calls:
             releases=batch,
         )
 
+    def _after_own_completion(self, h: Held) -> None:
+        """Count a heartbeat of a claim whose own worker already sent its completion: the
+        heartbeat thread beats on while the completion is in flight (paused between its
+        statements, or blocked). Sent before that completion commits, the beat is the
+        owner's (owner-progress: neither it nor the completion may be refused for it);
+        after, it is stale (fencing), and one that writes `running` back revives a
+        finished job (no-lost-jobs)."""
+        if h.completion_sent:
+            self.core.saw("heartbeat after its own worker's completion")
+
     def heartbeat(self, w: Worker, h: Held) -> None:
         lease = timedelta(microseconds=LEASE)
+        self._after_own_completion(h)
 
         def done(outcome: Outcome, at: int) -> None:
             if not self.caps.heartbeat_answers and isinstance(outcome, Answered):
@@ -320,6 +334,7 @@ class Calls:
             answered = self.core.now
             self.core.apply(w, lambda: self._judge(h, "complete", read, at, answered))
 
+        h.completion_sent = True
         complete = self.queue.complete
         self.timeouts.send(
             w, "complete", h, lambda c: complete(c, h.raw, effect), done, releases=[h]
@@ -351,6 +366,12 @@ class Calls:
         )
 
     def fail(self, w: Worker, h: Held) -> None:
+        cap = self.queue.max_attempts
+        if cap is not None and self.core.attempt(h) == cap:
+            # The report that gives the job up for good: `failed` now, or a job lost if
+            # the queue gives it back with no attempt left (or loses it in between).
+            self.core.saw("failure report on the last attempt")
+
         def done(outcome: Outcome, at: int) -> None:
             if h in w.held:
                 w.held.remove(h)

@@ -85,6 +85,10 @@ class Harness:
     property; None while Hypothesis searches."""
     played: int = 0
     """How many of the opening's stories were played on it."""
+    searches: int = 1
+    """How many times its budget each small scope of the opening gets (by profile)."""
+    searched: list[dict[str, object]] = field(default_factory=list)
+    """What the opening's small scopes searched whole came to (`stateful.exhaustive.layer`)."""
     shrink: shrinking.Budget = field(default_factory=shrinking.Budget)
     """How many examples Hypothesis may run after its first failure (`--leasecheck-shrink`)."""
     broke_contract: tuple[str, tuple[Step, ...]] | None = None
@@ -130,7 +134,12 @@ class Core:
     """What the driver believes and does apart from the contract's calls; it holds the
     scheduler the calls are sent through, and is the scheduler's `Host`."""
 
-    def __init__(self, harness: Harness, say: Callable[[str], None] = silent) -> None:
+    def __init__(
+        self,
+        harness: Harness,
+        say: Callable[[str], None] = silent,
+        seen: Callable[[str], None] = silent,
+    ) -> None:
         self.say = say
         """Tells the story of the example (Hypothesis prints it with a failing one)."""
         self.h = harness
@@ -154,6 +163,9 @@ class Core:
         """Every answer goes to the judge, which writes it down as a fact and judges it."""
         self.oracle = self.judge.oracle
         """What the judge concluded so far; read here, never written."""
+        self.oracle.ledger.heard = seen
+        """Every situation counted, the oracle's and the driver's, is told to `seen` as it
+        is counted (a property run makes each a Hypothesis event); nothing else is."""
         self.sweeper: Worker | None = None
         """The queue's own recovery (`maintain`), on a connection of its own."""
         self.said = 0
@@ -284,8 +296,28 @@ class Core:
             w.txn.append(update)
 
     def saw(self, situation: str) -> None:
-        """Count a dangerous situation only the driver sees (`stateful.verdict.coverage`)."""
+        """Count a dangerous situation only the driver sees (`stateful.verdict.coverage`).
+
+        It is written down as a fact, so a history judged again counts it alike, and
+        counted in the ledger, which tells `seen`: every count goes that one way."""
         self.judge.situation(situation)
+
+    def attempt(self, h: Held) -> int:
+        """Return which attempt at its job `h` is: its grant's place among the job's
+        grants, counting from 1, or the next one while its claim has not committed (a
+        transaction held open: the job's row stays locked, so no other claim commits)."""
+        job = self.oracle.jobs.get(h.claim.job_id)
+        if job is None:  # a job never enqueued: the judge says so once the claim commits
+            return 0
+        places = [i for i, g in enumerate(job.grants, 1) if g is h.grant]
+        return places[0] if places else len(job.grants) + 1
+
+    def between_transactions(self, w: Worker) -> bool:
+        """Return whether `w`'s call is paused at its gate outside any transaction: after
+        at least one round trip, each of which committed (autocommit, or a transaction
+        block it ended), with more to send. A crash there ends the call halfway, its first
+        part kept: the completion whose `done` committed and whose effect never ran."""
+        return w.main.parked and not w.main.broken and not w.main.in_transaction
 
     def end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
         updates, undo, calls = w.txn or [], w.undo, w.txn_calls
@@ -299,6 +331,8 @@ class Core:
                     h.next_beat = self.now + BEAT
         else:
             w.held = [h for h in w.snapshot if h.grant is not None]
+            for h in w.held:  # a completion sent in it is void: its claim is held again
+                h.completion_sent = False
             self.voided.update(calls)
             self.history.add(self.now, w.name, "rollback", "event", note=why)
             for hook in undo:
@@ -332,6 +366,8 @@ class Core:
         call on holds nothing and the queue never saw it, so it goes back to the pool
         alive: starting backends was half of the server's CPU in `bench.step_cost`.
         """
+        if self.between_transactions(w):
+            self.saw("crash between a call's two transactions")
         sessions = [s for s in (w.main, w.beat) if s is not None and (s is w.main or s.used)]
         for session in sorted(sessions, key=lambda s: s.pending is None):
             self.pool.terminate(session)
@@ -396,12 +432,15 @@ class Core:
         self.picked.append(w.name)
         return w
 
-    def lease_ends(self) -> list[int]:
+    def lease_ends(self, after: int | None = None) -> list[int]:
+        """Return the ends of the leases still held (no report gave them back), in order,
+        that lie after `after` (by default now: the ones still ahead)."""
+        since = self.now if after is None else after
         return sorted(
             g.lease_end
             for job in self.oracle.jobs.values()
             for g in job.grants
-            if not g.released and not job.finished and g.lease_end > self.now
+            if not g.released and not job.finished and g.lease_end > since
         )
 
     def actors(self) -> list[Worker]:

@@ -22,7 +22,7 @@ from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.engine.priorities import Priorities
 from leasecheck.stateful.engine.timeouts import FAULTS
 from leasecheck.stateful.engine.workers import Worker
-from leasecheck.stateful.units import BEAT, SECOND
+from leasecheck.stateful.units import BEAT, MILLISECOND, ROUNDED, SECOND
 
 
 class Driver:
@@ -34,8 +34,16 @@ class Driver:
     the facade.
     """
 
-    def __init__(self, harness: Harness, say: Callable[[str], None] = silent) -> None:
-        self.core = Core(harness, say)
+    def __init__(
+        self,
+        harness: Harness,
+        say: Callable[[str], None] = silent,
+        seen: Callable[[str], None] = silent,
+    ) -> None:
+        """`say` tells the example's story; `seen` is told each dangerous situation as it
+        is counted (`stateful.verdict.coverage`). Both are injected, so nothing here
+        imports Hypothesis: the machine passes its note and its event."""
+        self.core = Core(harness, say, seen)
         self.calls = Calls(self.core)
 
     # -------------------------------------------------------------------- moves
@@ -220,6 +228,8 @@ class Driver:
                 [w for w in self.core.workers if w.txn is not None or w.waiting], pick
             )
             self.core.say(f"t={seconds(self.core.now)} {w.name}'s connection is cut")
+            if self.core.between_transactions(w):  # its call dies halfway, as in a crash
+                self.core.saw("crash between a call's two transactions")
             self.core.pool.terminate(w.main)
             self.core.scheduler.settle()
             if w.txn is not None:
@@ -241,19 +251,41 @@ class Driver:
                 self.calls.advance(ends[0] + 1)
             self.calls.maintain()
 
-    NEAR_END = {"before-lease-end": -1, "lease-end": 0, "past-lease-end": 1}
-    """Where a move to the next lease end lands: a microsecond before it, on it, after it."""
+    NEAR_END = {
+        "before-lease-end": -1,
+        "lease-end": 0,
+        "past-lease-end": 1,
+        "before-lease-end-ms": -MILLISECOND,
+        "past-lease-end-ms": MILLISECOND,
+        "before-lease-end-s": -SECOND,
+        "past-lease-end-s": SECOND,
+        "past-lease-end-2s": ROUNDED,
+    }
+    """Where a move to the next lease end lands, by how far off it: a microsecond before
+    it, on it, a microsecond after it (the first three, the oldest names); then the same
+    at the resolutions queues store, a millisecond and a second before and after it, and
+    2 s after it (`units.ROUNDED`), past any whole-second rounding of the end and of now.
+
+    A queue that keeps epoch milliseconds or whole seconds rounds a lease end up to its
+    own boundary: a microsecond past the true end is still inside its lease, so without
+    these the expired lease it should hand out again, or the claim at the attempt cap
+    that follows, never comes up for it."""
 
     def time_passes(self, to: str) -> None:
         """Let time pass; running workers' heartbeats fire on schedule meanwhile.
 
-        Next to a lease end the clock lands a microsecond before, on or after it: a
-        queue that counts a lease as run out early (or late) shows it only there, as
-        every other move lands on whole seconds from a claim."""
+        Next to a lease end the clock lands a microsecond, a millisecond or a second
+        before it, on it, or after it (`NEAR_END`): a queue that counts a lease as run
+        out early (or late), at the resolution it stores, shows it only there, as every
+        other move lands on whole seconds from a claim. With no lease ending ahead, the
+        clock moves on by a second."""
         with self.core.step():
-            ends = [
-                e for e in self.core.lease_ends() if e + self.NEAR_END.get(to, 0) > self.core.now
-            ]
+            offset = self.NEAR_END.get(to, 0)
+            # A coarse move past an end also reaches one that ended less than its offset
+            # ago (still inside its lease, for a queue that rounded it up); the three
+            # microsecond moves look only ahead, as saved programs replayed them.
+            since = self.core.now - offset if offset > 1 else self.core.now
+            ends = [e for e in self.core.lease_ends(after=since) if e + offset > self.core.now]
             why = to
             if to in self.NEAR_END and ends:
                 target = ends[0] + self.NEAR_END[to]

@@ -73,6 +73,25 @@ class Stall:
         return f"Stall(worker={self.worker!r}, alone={self.alone!r}, then={self.then!r}{rival})"
 
 
+TIMES = (
+    "lease-end",
+    "past-lease-end",
+    "beat",
+    "second",
+    "before-lease-end",
+    "before-lease-end-ms",
+    "past-lease-end-ms",
+    "before-lease-end-s",
+    "past-lease-end-s",
+    "past-lease-end-2s",
+)
+"""Where `time_passes` may move the clock (`Driver.NEAR_END`, a heartbeat interval, a
+second). Hypothesis shrinks a `sampled_from` toward its first entries, so the microsecond
+moves stay first, in the order they always had, and the moves at the resolutions queues
+store (milliseconds, whole seconds) come after them: a counterexample that needs no
+coarse move still shrinks to the moves it always did."""
+
+
 TAKE = st.builds(Take, worker=PICK, held=st.booleans())
 STALL = st.builds(
     Stall,

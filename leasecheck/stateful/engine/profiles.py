@@ -37,6 +37,10 @@ PROFILES: dict[str, dict[str, Any]] = {
     "deep": {"max_examples": 5000, "stateful_step_count": 100},
 }
 
+SEARCHES: dict[str, int] = {"dev": 1, "ci": 1, "deep": 10}
+"""How many times its budget of schedules each small scope of the opening gets, per
+profile (`stateful.exhaustive.layer`): `deep` searches whole what the others cut."""
+
 SHRINKS: dict[str, int | None] = {"dev": 25, "ci": 25, "deep": None}
 """The most examples a shard runs to shrink its failure, per profile (None: Hypothesis's
 own bound, 500 shrinks or 300 s). Counted in examples, not seconds, so a failure shrinks

@@ -10,6 +10,7 @@ scheduler, so a serialization failure (40001) the queue answered with is counted
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -21,6 +22,7 @@ from psycopg import Connection
 from leasecheck.stateful.engine import answers
 from leasecheck.stateful.engine.answers import Done, Outcome, Raised
 from leasecheck.stateful.engine.core import Core, seconds
+from leasecheck.stateful.engine.gates import Gate, GatedConnection
 from leasecheck.stateful.engine.workers import Held, Worker
 from leasecheck.stateful.sqlfile import load
 
@@ -81,6 +83,7 @@ class LockTimeouts:
         session.conn.execute(FAULTS["arm_lock_timeout"].text)
         session.times_out = True
         since = len(self.core.ended)  # transactions that end from now on were open in its flight
+        trips = _Trips()
 
         def timed(outcome: Outcome, at: int) -> None:
             session.times_out = False
@@ -90,13 +93,15 @@ class LockTimeouts:
             if isinstance(error, psycopg.errors.LockNotAvailable):
                 self.armed.discard(w.name)
                 self.core.saw("call timed out on a lock")
+                if trips.timed_out_at > 1:
+                    self.core.saw("lock timeout on a call's later statement")
                 # a batch completion's claims are its releases, not its `held`
                 batch = [held] if held is not None else list(releases)
                 for h in batch:
                     self._rivals_of(w, h, [o for o in batch if o is not h], since)
             done(outcome, at)
 
-        call(w, op, held, fn, self._noting(timed), **kw)
+        call(w, op, held, trips.counting(fn), self._noting(timed), **kw)
 
     def _noting(self, done: Done) -> Done:
         """Count a serialization failure (40001) the queue answered with, then read it."""
@@ -197,6 +202,51 @@ class LockTimeouts:
             )
             return
         _answer(self.core, h, op, read, at, answered)
+
+
+class _Trips(Gate):
+    """Counts the round trips of one call sent under a lock timeout, to tell which of them
+    timed out: its first, or a later one, once earlier statements of the call have run
+    (and, in autocommit, committed: the call ends halfway, its first part kept).
+
+    It stands in the connection's gate for the call (passing each round trip on to the
+    call's own gate, when it is preempted), so it never parks anything itself. A round
+    trip sent while the lock timeout's error is being handled (the ROLLBACK of the call's
+    `with transaction()`, say) is the clean-up after the failed one, not a statement that
+    timed out: the count of the one that did is kept when the first such trip passes."""
+
+    def __init__(self) -> None:
+        super().__init__(after=1)
+        self.inner: Gate | None = None
+        self.before_clean_up: int | None = None
+
+    def passing(self) -> None:
+        """Count a round trip (on the call's thread), then pass the call's own gate."""
+        handling = sys.exc_info()[1]
+        if self.before_clean_up is None and isinstance(handling, psycopg.errors.LockNotAvailable):
+            self.before_clean_up = self.trips
+        self.trips += 1
+        if self.inner is not None:
+            self.inner.passing()
+
+    @property
+    def timed_out_at(self) -> int:
+        """Return the round trip, counting from 1, whose lock wait the timeout ended."""
+        return self.trips if self.before_clean_up is None else self.before_clean_up
+
+    def counting(self, fn: Callable[[Connection[Any]], Any]) -> Callable[[Connection[Any]], Any]:
+        """Return `fn` with this counter in its connection's gate while it runs."""
+
+        def counted(conn: Connection[Any]) -> Any:
+            if not isinstance(conn, GatedConnection):
+                return fn(conn)
+            self.inner, conn.gate = conn.gate, self
+            try:
+                return fn(conn)
+            finally:
+                conn.gate = self.inner
+
+        return counted
 
 
 def _answer(

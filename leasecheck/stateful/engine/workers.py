@@ -30,6 +30,10 @@ class Held:
     grant: Grant | None = None
     believed: bool = True
     next_beat: int | None = None
+    completion_sent: bool = False
+    """Whether its worker sent its completion (in flight, or answered): a heartbeat of it
+    then races or follows its own worker's completion. A rollback of the transaction the
+    completion ran in voids it, and clears this."""
 
 
 @dataclass(eq=False)

@@ -22,7 +22,6 @@ from leasecheck.stateful.engine.workers import Worker
 from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.program import Step
 
-TIMES = ("lease-end", "past-lease-end", "before-lease-end", "beat")
 AFTERS = (1, 2, 3)
 
 
@@ -76,7 +75,7 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
     offer("cut", [w for w in core.workers if w.txn is not None or w.waiting])
     if d.can_sweep():
         out.extend(Step("sweep", {"after": a}) for a in ("now", "past-lease-end"))
-    out.extend(Step("time_passes", {"to": t}) for t in TIMES)
+    out.extend(Step("time_passes", {"to": t}) for t in scope.times)
     levels = _levels(core.h.isolation)
     if d.can_open_transaction():
         for level in levels:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from leasecheck.stateful.engine.moves import TIMES
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 
@@ -22,6 +23,8 @@ class Scope:
     moves: int = 3
     preemptions: int = 1
     rules: frozenset[str] = EVERY_RULE
+    times: tuple[str, ...] = TIMES
+    """Where `time_passes` may move the clock, when the scope offers it."""
 
     def start(self) -> list[Step]:
         steps = [Step("start", {"workers": self.workers})]
@@ -41,7 +44,10 @@ class Scope:
             f"preemption{'s' * (self.preemptions != 1)}"
         )
         if self.rules:
-            said += f" (moves: {', '.join(sorted(self.rules))})"
+            rules = sorted(self.rules)
+            if "time_passes" in self.rules and self.times != TIMES:
+                rules[rules.index("time_passes")] = f"time_passes to {'/'.join(self.times)}"
+            said += f" (moves: {', '.join(rules)})"
         return said
 
 

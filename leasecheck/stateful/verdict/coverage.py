@@ -5,8 +5,11 @@ a stale completion never sent cannot have been refused. The oracle counts each
 situation as it judges the fact that shows it (so a saved history counts alike when
 judged again), the driver adds the ones only it sees (a call paused between its
 statements, a call blocked on a lock, a sweep sent while a transaction is open, a
-lease that ran out while its worker's call waited), and a run reads "holds, not
-exercised" for every property whose situations all stayed at zero.
+lease that ran out while its worker's call waited, a failure report on a job's last
+attempt, a heartbeat racing its own worker's completion, a lock timeout on a call's
+later statement, a crash between a call's two transactions), and a run reads "holds,
+not exercised" for every property whose situations all stayed at zero. Every count goes
+through the ledger's `saw`, which tells a listener (a property run's Hypothesis events).
 """
 
 from __future__ import annotations
@@ -47,8 +50,46 @@ SITUATIONS: dict[str, tuple[str, ...]] = {
         P.FENCING,
         P.SINGLE_COMPLETION,
     ),
+    # The report that gives a job up for good: a queue that retries it anyway breaks the
+    # cap; one that neither fails it nor gives it back loses it.
+    "failure report on the last attempt": (P.NO_LOST_JOBS, P.RETRY_CAP),
+    # Sent while the completion is in flight, the beat is the owner's; landing after it,
+    # it is stale; one that writes `running` back revives a finished job.
+    "heartbeat after its own worker's completion": (
+        P.OWNER_PROGRESS,
+        P.FENCING,
+        P.NO_LOST_JOBS,
+    ),
+    # The call ends halfway: what its earlier statements committed stays (a job marked
+    # running that no claim answered, a job marked done twice), or a transaction it
+    # began is aborted with the work it did.
+    "lock timeout on a call's later statement": (
+        P.NO_HIDDEN_CLAIMS,
+        P.NO_LOST_JOBS,
+        P.SINGLE_COMPLETION,
+    ),
+    # The first transaction committed and the second never runs: a job shown done
+    # whose effect never happened, or one taken that nobody will finish or give back.
+    "crash between a call's two transactions": (P.DONE_EFFECT, P.NO_LOST_JOBS),
 }
 """Each situation, and the properties it puts to the test."""
+
+AIMED = tuple(
+    dict.fromkeys(
+        [
+            *(s for s, props in SITUATIONS.items() if {P.RETRY_CAP, P.NO_LOST_JOBS} & set(props)),
+            "failure report on the last attempt",
+            "heartbeat after its own worker's completion",
+            "lock timeout on a call's later statement",
+            "crash between a call's two transactions",
+        ]
+    )
+)
+"""The situations a property run aims at (`hypothesis.target`, one label each, at an
+example's end): those that put retry-cap and no-lost-jobs to the test, the properties whose
+situations an example rarely meets and only near its end (a job's last attempt, a drain
+after recovery), and the four that need a fault at one exact point of a call. Hypothesis
+then favours examples that meet them more often; the common situations need no help."""
 
 
 def per_property(counts: Mapping[str, int]) -> dict[str, int]:

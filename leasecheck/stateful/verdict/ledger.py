@@ -8,6 +8,7 @@ completion's deferred one on the same job, so the first cause leads the story.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leasecheck.stateful import properties as P
@@ -30,10 +31,16 @@ class Ledger:
     """What the queue raised where no grant was at stake (a claim), for the story."""
     situations: Counter[str] = field(default_factory=Counter)
     """The dangerous situations judged so far (`stateful.verdict.coverage`): what was exercised."""
+    heard: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    """Told each situation as it is counted: every count, the oracle's and the driver's,
+    passes through `saw`, so this is the one place a listener hears them all (a property
+    run's machine makes each a Hypothesis event). None when a history is judged again."""
 
     def saw(self, situation: str) -> None:
         """Count a situation (`stateful.verdict.coverage.SITUATIONS`) the example produced."""
         self.situations[situation] += 1
+        if self.heard is not None:
+            self.heard(situation)
 
     def flag(
         self,

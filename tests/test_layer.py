@@ -1,0 +1,58 @@
+"""The opening's small scopes: each shard searches its share whole, and says so."""
+
+from __future__ import annotations
+
+import pytest
+
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.core import Harness
+from leasecheck.stateful.exhaustive import layer
+from leasecheck.stateful.exhaustive.scope import Scope
+from leasecheck.stateful.properties import NO_HIDDEN_CLAIMS, PropertyViolated
+from tests.test_exhaustive import SCOPE, CountsAfterClaim
+
+TINY = Scope(workers=1, jobs=1, moves=2, preemptions=0, rules=frozenset({"claim", "complete"}))
+
+
+@pytest.fixture
+def scopes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two small scopes in place of the layer's own, each with room to be searched whole."""
+    monkeypatch.setattr(layer, "SCOPES", ((TINY, 100), (SCOPE, 500)))
+
+
+def test_the_shards_search_every_scope_once_between_them(
+    reference_pool: actors.Pool, scopes: None
+) -> None:
+    harness = Harness(queue=ReferenceQueue(), pool=reference_pool)
+    first, second = layer.play(harness, 0, 2), layer.play(harness, 1, 2)
+    assert [s.scope for s in first + second] == [TINY.where(), SCOPE.where()]
+    assert all(s.complete and s.depth == s.moves for s in first + second)
+    assert harness.opening is None
+    lines = layer.said([s.as_dict() for s in first + second])
+    assert lines == [f"no violation in: {TINY.where()}", f"no violation in: {SCOPE.where()}"]
+
+
+def test_a_scope_holding_a_counterexample_fails_the_run(
+    reference_pool: actors.Pool, scopes: None
+) -> None:
+    harness = Harness(queue=CountsAfterClaim(), pool=reference_pool)
+    with pytest.raises(PropertyViolated) as caught:
+        layer.play(harness, 0, 1)
+    assert caught.value.violation.prop == NO_HIDDEN_CLAIMS
+    assert harness.opening == f"small scope searched whole: {SCOPE.where()}"
+    assert [s.rule for s in harness.recorder.last[NO_HIDDEN_CLAIMS].program] == [
+        "start", "enqueue", "claim", "time_out", "claim",
+    ]  # fmt: skip
+
+
+def test_a_budget_spent_says_how_deep_it_went(
+    reference_pool: actors.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never "no violation in" a scope the budget cut short."""
+    monkeypatch.setattr(layer, "SCOPES", ((SCOPE, 5),))
+    harness = Harness(queue=ReferenceQueue(), pool=reference_pool)
+    (searched,) = layer.play(harness)
+    assert not searched.complete and searched.depth < SCOPE.moves
+    (line,) = layer.said([searched.as_dict()])
+    assert line.startswith(f"searched whole only to {searched.depth} of 3 moves (budget spent)")

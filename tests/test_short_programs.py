@@ -1,0 +1,95 @@
+"""Issue 46's batch of the corpus (`bench/corpus/short_programs/`): each planted bug's
+witness program breaks its property on the bug, and replays whole on its clean queue.
+
+The replays run on the plugin's own harness (`leasecheck_harness`) against real
+PostgreSQL, pointed at the queue by overriding the two fixtures that name and install
+it, as `tests/test_corpus.py` does: each queue gets a database of its own with its own
+schema. A witness is a few moves; the `ci` profile met none of them
+(`python -m bench.ci_margin --corpus NAME` counts the shards that do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from bench import corpus
+from bench.corpus.short_programs.witnesses import WITNESSES
+from leasecheck.dbfixtures import janitor
+from leasecheck.stateful import clock, contract
+from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.properties import ALL, PropertyViolated
+from leasecheck.stateful.story import replay
+
+BUGS = sorted(WITNESSES)
+
+
+def _spec(name: str) -> str:
+    spec = corpus.ALL[name].spec
+    assert spec is not None, f"{name} is a Python queue"
+    return spec
+
+
+def _clean(bug: str) -> str:
+    return corpus.VARIANTS[bug].queue
+
+
+@pytest.fixture
+def leasecheck_queue(request: pytest.FixtureRequest) -> Any:
+    """The queue the test names (overrides the plugin's, for this module)."""
+    return contract.load(_spec(request.param))
+
+
+@pytest.fixture
+def leasecheck_installed_dsn(
+    leasecheck_server_dsn: str, leasecheck_worker_label: str, leasecheck_queue: Any
+) -> Iterator[str]:
+    """A database of its own for each queue, with the harness and the queue installed."""
+    label = f"{leasecheck_worker_label}_short"
+    with janitor.temporary(leasecheck_server_dsn, label) as dsn:
+        clock.prepare(dsn, leasecheck_queue)
+        yield dsn
+
+
+def test_every_bug_of_the_batch_has_a_witness() -> None:
+    """The batch's variants and the witnesses name the same bugs, each witness a property
+    its bug is expected to break, on a clean queue of the batch."""
+    batch = {n for n, e in corpus.VARIANTS.items() if "short_programs" in str(e.spec)}
+    assert set(WITNESSES) == batch
+    assert len(batch) == 7
+    for bug, (props, steps) in WITNESSES.items():
+        expected = contract.load(_spec(bug)).expected  # type: ignore[attr-defined]
+        assert props and set(props) <= set(expected) <= set(ALL), bug
+        assert steps[0].rule == "start" and len(steps) <= 12, bug
+        assert _clean(bug) in corpus.QUEUES
+
+
+def _on(queue: str, bug: str) -> Any:
+    """A case run on `queue` (the fixture's indirect parameter), named by its bug."""
+    return pytest.param(queue, bug, id=bug)
+
+
+@pytest.mark.parametrize(
+    ("leasecheck_queue", "bug"), [_on(b, b) for b in BUGS], indirect=["leasecheck_queue"]
+)
+def test_the_witness_breaks_its_property(leasecheck_harness: Harness, bug: str) -> None:
+    props, steps = WITNESSES[bug]
+    assert leasecheck_harness.queue.name == bug  # the override took
+    with pytest.raises(PropertyViolated) as error:
+        replay.replay(leasecheck_harness, steps)
+    assert error.value.violation.prop in props, error.value.violation
+
+
+@pytest.mark.parametrize(
+    ("leasecheck_queue", "bug"), [_on(_clean(b), b) for b in BUGS], indirect=["leasecheck_queue"]
+)
+def test_the_clean_queue_keeps_every_property_over_it(
+    leasecheck_harness: Harness, bug: str
+) -> None:
+    _, steps = WITNESSES[bug]
+    assert leasecheck_harness.queue.name == _clean(bug)
+    done = replay.replay(leasecheck_harness, steps)
+    assert done.skipped == [], done.skipped
+    assert done.ran == steps
