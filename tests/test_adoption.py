@@ -115,6 +115,19 @@ def test_the_wheel_carries_its_licence(wheel: Path) -> None:
     assert "License-Expression: MIT" in archive.read(metadata).decode()
 
 
+def test_the_wheel_carries_every_file_the_package_reads(wheel: Path) -> None:
+    """Every named-SQL and script file beside the modules is in the wheel: a package
+    directory left out of pyproject.toml's package-data fails here, not at import."""
+    package = REPO / "leasecheck"
+    data = {
+        f"leasecheck/{path.relative_to(package).as_posix()}"
+        for path in package.rglob("*")
+        if path.is_file() and path.suffix in {".sql", ".mjs"}
+    }
+    assert data, "no data files found: the test would prove nothing"
+    assert data - set(zipfile.ZipFile(wheel).namelist()) == set()
+
+
 def test_a_correct_queue_passes_with_xdist(venv: Path, project: Path, scratch: Path) -> None:
     """`pytest -n 2` in the queue's repository runs the properties (and its committed
     counterexample) against the queue its pyproject.toml names, and nothing else."""

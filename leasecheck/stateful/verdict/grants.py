@@ -10,6 +10,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from leasecheck.stateful.contract import Claim
+from leasecheck.stateful.verdict.window import Mark
 
 
 @dataclass(eq=False)
@@ -34,6 +35,14 @@ class Grant:
     done: int | None = None
     """Where its accepted completion stands among every accepted completion, in the
     order told (None: none accepted)."""
+    told: Mark | None = None
+    """When it was told: its place among the ownership changes and the instant its claim
+    answered (a claim in flight answers after it was sent; see `stateful.verdict.window`)."""
+    gone: Mark | None = None
+    """When its accepted completion or failure report was told (None: none accepted)."""
+    release_moment: int | None = None
+    """How many ownership changes had been told when its release now in flight (sent at
+    `releasing`) was sent: what was told from then on may have come after that send."""
     held: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
     """Verdicts that wait for its release in flight: judged if that release is refused,
     said but not judged if it is accepted (it may have come first) or loses its answer."""

@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from leasecheck.stateful import properties as P
-from leasecheck.stateful.contract import FAILED, Claim, JobId
+from leasecheck.stateful.contract import FAILED, RUNNING, Claim, JobId
 from leasecheck.stateful.properties import Violation
-from leasecheck.stateful.verdict import drain, releases
+from leasecheck.stateful.verdict import drain, releases, window
 from leasecheck.stateful.verdict.grants import Grant, JobModel
 from leasecheck.stateful.verdict.hidden import Doubts
 from leasecheck.stateful.verdict.inflight import InFlight
 from leasecheck.stateful.verdict.ledger import Ledger
 from leasecheck.stateful.verdict.receiver import Effects
+from leasecheck.stateful.verdict.window import Mark, Sent, Window
 
 Observe = Callable[[JobId], str]
 """Reads a job's status from the queue's own tables (the contract's `state`)."""
@@ -53,6 +54,9 @@ class Oracle:
     """Grants told so far."""
     done_told: int = 0
     """Accepted completions told so far."""
+    moments: int = 0
+    """Ownership changes told so far (grants and accepted releases): the order in which
+    a call's window is laid against them (`stateful.verdict.window`)."""
     shown: dict[JobId, str] = field(default_factory=dict)
     """What `state()` showed for each job after the drain (read once, for no-lost-jobs)."""
     doubts: Doubts = field(default_factory=Doubts)
@@ -105,6 +109,8 @@ class Oracle:
         start = at if lease_from is None else lease_from
         new = Grant(claim=claim, label=label, granted_at=at, lease_end=start + self.lease)
         new.seq, self.told = self.told, self.told + 1
+        answered = answered_at if sent is not None and answered_at is not None else at
+        new.told, self.moments = Mark(self.moments, answered), self.moments + 1
         jobs = (job.label,)
         since = self.in_flight.told_when_sent.get(sent, new.seq) if sent is not None else new.seq
         meanwhile = [g for g in job.grants if g.seq >= since]
@@ -267,10 +273,12 @@ class Oracle:
         """`grant`'s completion or failure report (`op`), sent at `at`, is in flight
         (`stateful.verdict.releases`)."""
         releases.sent(grant, at)
+        grant.release_moment = self.moments  # what is told from now on may follow the send
         self.ledger.saw("release in flight")
 
     def release_unknown(self, grant: Grant, op: str, at: int) -> None:
         """`grant`'s report (`op`), sent at `at`, lost its answer (`stateful.verdict.releases`)."""
+        grant.release_moment = None
         releases.lost(self.ledger, grant, op, at)
 
     def claim_sent(self, call: int) -> None:
@@ -310,26 +318,24 @@ class Oracle:
         An extension counts from when it was sent (the statement's `now()`), or from
         `lease_from` inside a transaction held open since then (its `now()`); a refusal
         is judged when it came: a call that waited on a lock meets the queue as it is
-        when the lock is let go, and the lease may have run out meanwhile.
+        when the lock is let go, and the lease may have run out meanwhile. An acceptance
+        is fenced by its window (`_accepted_not_owning`).
         """
         job = self.job(grant.claim)
         if self._unsure(job, grant, "heartbeat", accepted):
             return
-        self._situation(job, grant, "heartbeat", at, answered)
-        if grant is self.owner(job):
+        sent = self._sent(grant, at, answered, release=False)
+        win = self._window(job, grant, sent, "heartbeat")
+        if win.owner:
             if accepted:
                 grant.renewals.append((at, grant.lease_end))
                 grant.lease_end = (at if lease_from is None else lease_from) + self.lease
             else:
-                self._refused(grant, "heartbeat", at if answered is None else answered, raised)
+                self._refused(grant, "heartbeat", sent.answered, raised)
         elif accepted:
-            self.ledger.flag(
-                P.FENCING,
-                f"the heartbeat of stale {grant.label} was accepted {_when(at, answered)}",
-                _why_stale(job, grant),
-                jobs=(job.label,),
-                grants=(grant.label, *_others(job, grant)),
-            )
+            said = self._accepted_not_owning(job, grant, "heartbeat", win, sent, lease_from)
+            if said is not None:
+                self.ledger.flag_violation(said)
 
     def complete(
         self,
@@ -340,14 +346,14 @@ class Oracle:
         raised: str | None = None,
     ) -> None:
         """Judge a completion; a refusal when it was answered (see `heartbeat`)."""
+        sent = self._sent(grant, at, answered, release=True)
         releases.answered(self.ledger, grant, "completion", accepted)
         job = self.job(grant.claim)
         unsure = self._unsure(job, grant, "completion", accepted)
-        if not unsure:
-            self._situation(job, grant, "completion", at, answered)
+        win = None if unsure else self._window(job, grant, sent, "completion")
         if not accepted and not self.answers_complete:
             self.ledger.saw("completion refused")  # atomic-rejection: judged from the rows alike
-        if unsure:
+        if win is None:
             if accepted and self.answers_complete and job.completed_by:
                 self.ledger.flag(  # two accepted completions, whoever owned the job
                     P.SINGLE_COMPLETION,
@@ -356,17 +362,11 @@ class Oracle:
                     jobs=(job.label,),
                     grants=(grant.label, *(g.label for g in job.completed_by)),
                 )
-        elif grant is self.owner(job):
+        elif win.owner:
             if not accepted:
-                self._refused(grant, "completion", at if answered is None else answered, raised)
+                self._refused(grant, "completion", sent.answered, raised)
         elif accepted:
-            stale = Violation(
-                P.FENCING,
-                f"the completion of stale {grant.label} was accepted {_when(at, answered)}",
-                (_why_stale(job, grant),),
-                (job.label,),
-                (grant.label, *_others(job, grant)),
-            )
+            stale = self._accepted_not_owning(job, grant, "completion", win, sent)
             if self.answers_complete and job.completed_by:
                 self.ledger.flag(
                     P.SINGLE_COMPLETION,
@@ -375,12 +375,12 @@ class Oracle:
                     jobs=(job.label,),
                     grants=(grant.label, *(g.label for g in job.completed_by)),
                 )
-            else:
+            elif stale is not None:
                 # Reported at the end of the example unless it led to a double completion,
                 # which single-completion then reports with the whole story.
                 self.ledger.deferred.append(stale)
         if accepted:
-            grant.released = True
+            self._gone(grant, sent.answered)
             grant.done, self.done_told = self.done_told, self.done_told + 1
             job.completed_by.append(grant)
 
@@ -393,40 +393,159 @@ class Oracle:
         raised: str | None = None,
     ) -> None:
         """Judge a failure report; a refusal when it was answered (see `heartbeat`)."""
+        sent = self._sent(grant, at, answered, release=True)
         releases.answered(self.ledger, grant, "failure report", accepted)
         job = self.job(grant.claim)
         if self._unsure(job, grant, "failure report", accepted):
             if accepted:
-                grant.released = True
+                self._gone(grant, sent.answered)
             return
-        self._situation(job, grant, "failure report", at, answered)
-        if grant is self.owner(job):
+        win = self._window(job, grant, sent, "failure report")
+        if win.owner:
             if accepted:
-                grant.released = True
+                self._gone(grant, sent.answered)
             else:
-                where = at if answered is None else answered
-                self._refused(grant, "failure report", where, raised)
+                self._refused(grant, "failure report", sent.answered, raised)
         elif accepted:
-            self.ledger.flag(
-                P.FENCING,
-                f"the failure report of stale {grant.label} was accepted {_when(at, answered)}",
-                _why_stale(job, grant),
-                jobs=(job.label,),
-                grants=(grant.label, *_others(job, grant)),
-            )
+            stale = self._accepted_not_owning(job, grant, "failure report", win, sent)
+            if stale is None:
+                self._gone(grant, sent.answered)  # it may have given the job back first
+            else:
+                self.ledger.flag_violation(stale)
 
-    def _situation(
-        self, job: JobModel, grant: Grant, what: str, at: int, answered: int | None
-    ) -> None:
-        """Count what kind of call of `grant` this was: stale, late or the owner's."""
-        if grant is not self.owner(job):
+    # ------------------------------------------------------------- windows
+
+    def _sent(self, grant: Grant, at: int, answered: int | None, *, release: bool) -> Sent:
+        """Return the window of `grant`'s call sent at `at`. A release told in flight when
+        it was sent (`releasing`, the same call if sent at the same instant) places its
+        send among the ownership changes exactly; the place is used once."""
+        moment = None
+        if release:
+            if grant.releasing == at:
+                moment = grant.release_moment
+            grant.release_moment = None
+        return Sent(at=at, answered=at if answered is None else answered, moment=moment)
+
+    def _window(self, job: JobModel, grant: Grant, sent: Sent, what: str) -> Window:
+        """Lay `grant`'s call (`what`) against what took its job from it, and count the
+        situation the call was in when it was sent."""
+        win = window.place(job, grant, sent, own_release_first=what != "heartbeat")
+        if win.before:
             self.ledger.saw(f"stale {what} sent")
-        elif grant.lease_end <= at:
+        elif grant.lease_end <= sent.at:
             self.ledger.saw("late owner's call")
         else:
             self.ledger.saw("owner's call refused or accepted")
-            if answered is not None and answered != at:
+            if sent.answered != sent.at:
                 self.ledger.saw("owner's call answered after a wait")
+        return win
+
+    def _accepted_not_owning(
+        self,
+        job: JobModel,
+        grant: Grant,
+        what: str,
+        win: Window,
+        sent: Sent,
+        lease_from: int | None = None,
+    ) -> Violation | None:
+        """Return the fencing violation of `grant`'s accepted call (`what`), which does not
+        own the job now, or None when some placement of the call in its window breaks
+        nothing (said in `unjudged`).
+
+        Sent after its job was taken from it (`win.before`), the call is stale wherever it
+        landed. Sent while it still owned the job, it may have landed before what took the
+        job (`win.during`): only what that placement would mean, or what the queue shows
+        now, can convict it. A failure report that came first gave the job back and broke
+        nothing, unless the queue shows the job given up under the grant that holds it now
+        (`_landed_after`). A completion that came first finished a job the queue then
+        handed out again, a break either way. A heartbeat that came first renewed a lease
+        the next grant then broke, if that grant came before even the earliest renewal
+        could run out.
+        """
+        when = _when(sent.at, sent.answered)
+        refs = {"jobs": (job.label,), "grants": (grant.label, *_others(job, grant))}
+        stale = f"the {what} of stale {grant.label} was accepted {when}"
+        if win.before:
+            why = window.why_stale(job, grant, win)
+            return Violation(P.FENCING, stale, (why,), **refs)
+        first = win.during[0]
+        sent_while = (
+            f"it was sent at t={sent.at / 1e6:g}s while {grant.label} still owned {job.label}"
+        )
+        later = win.first_grant()
+        if later is not None and what != "heartbeat":
+            shown = self._landed_after(job, grant, win, sent)
+            if shown is not None:
+                granted = f"{later.by.label} was granted {job.label} while it was in flight"
+                return Violation(P.FENCING, stale, (f"{sent_while}; {granted}", shown), **refs)
+        either = "either way a property broke"
+        if later is not None and what == "completion":
+            said = (
+                f"the completion of {grant.label} was accepted {when}, although "
+                f"{later.by.label} was granted {job.label} while it was in flight"
+            )
+            why = (
+                f"{sent_while}: had it committed first, {job.label} was handed out again "
+                f"after its completion was accepted (no-lost-jobs); had it come after, a "
+                f"stale completion was accepted; {either}"
+            )
+            return Violation(P.FENCING, said, (why,), **refs)
+        if first.kind == "granted" and what == "heartbeat" and not _releasing(grant):
+            renewed = (sent.at if lease_from is None else lease_from) + self.lease
+            if first.mark.instant < renewed:
+                said = (
+                    f"the heartbeat of {grant.label} was accepted {when}, although "
+                    f"{first.by.label} was granted {job.label} while it was in flight"
+                )
+                why = (
+                    f"{sent_while}: had it landed first, {first.by.label} took {job.label} by "
+                    f"t={first.mark.instant / 1e6:g}s under the lease it renewed until at "
+                    f"least t={renewed / 1e6:g}s (exclusive-lease); had it come after, a stale "
+                    f"heartbeat was accepted; {either}"
+                )
+                return Violation(P.FENCING, said, (why,), **refs)
+        took = {
+            "granted": f"{first.by.label} was granted {job.label}",
+            "completed": f"{first.by.label} completed {job.label}",
+            "released": f"its own release of {job.label} was accepted",
+        }[first.kind]
+        self.ledger.unjudged.append(
+            f"the {what} of {grant.label} was accepted {when} after {took}; {sent_while}, so "
+            "it may have landed first, where it broke nothing: whether it was stale cannot "
+            "be told"
+        )
+        return None
+
+    def _landed_after(self, job: JobModel, grant: Grant, win: Window, sent: Sent) -> str | None:
+        """Return what the queue shows that places `grant`'s accepted release after the
+        grant that holds its job now, or None if nothing does.
+
+        Had the release landed first, the later grant took the job afterwards and holds
+        it: the queue would show it running. It shows something else while that grant's
+        lease runs and nothing of that grant's may have given it back (no release in
+        flight, none that lost its answer): the release came after the claim, and undid
+        it. Without `state()` nothing shows it."""
+        holder = self.owner(job)
+        granted = [c.by for c in win.during if c.kind == "granted"]
+        if self.observe is None or holder is None or holder not in granted or job.unsure:
+            return None
+        if holder.lease_end <= sent.answered or _releasing(holder):
+            return None
+        status = self.observe(grant.claim.job_id)
+        if status == RUNNING:
+            return None
+        return (
+            f"the queue shows {job.label} {status} after it answered, while "
+            f"{holder.label}'s lease runs until t={holder.lease_end / 1e6:g}s: it landed "
+            f"after {holder.label}'s claim and undid it"
+        )
+
+    def _gone(self, grant: Grant, at: int) -> None:
+        """`grant`'s completion or failure report, answered at `at`, was accepted: it gave
+        its job back (an ownership change, told now)."""
+        grant.released = True
+        grant.gone, self.moments = Mark(self.moments, at), self.moments + 1
 
     def exhausted(self, job: JobModel) -> bool:
         """Return whether the job used every attempt it was promised."""
@@ -479,13 +598,10 @@ def _others(job: JobModel, grant: Grant) -> tuple[str, ...]:
     return () if later is grant else (later.label,)
 
 
-def _why_stale(job: JobModel, grant: Grant) -> str:
-    if job.completed_by:
-        return f"{job.label} was already completed by {job.completed_by[0].label}"
-    if grant.released:
-        return f"{grant.label} had already released {job.label}"
-    later = job.grants[-1]
-    return f"{job.label} had been granted again to {later.label} at t={later.granted_at / 1e6:g}s"
+def _releasing(grant: Grant) -> bool:
+    """Return whether a release of `grant` may have given its job back unseen: one in
+    flight, or one that lost its answer."""
+    return grant.releasing is not None or grant.released_unknown is not None
 
 
 def _done(grant: Grant) -> int:
