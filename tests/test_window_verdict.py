@@ -205,10 +205,13 @@ def test_the_notify_after_fail_story_passes(harness: Harness) -> None:
 
 
 def test_the_notifying_queue_holds_through_every_story(harness: Harness) -> None:
+    """Every opening story plays on the notifying queue, and none of them accuses it."""
     opening.play(harness)
     assert harness.played == len(opening.stories(harness.caps, harness.queue.max_attempts))
     assert harness.opening is None and not harness.recorder.last
 
 
 def test_the_notifying_queue_holds_a_short_search(harness: Harness) -> None:
+    """25 derandomized examples pause its reports between UPDATE and NOTIFY at random:
+    no verdict (a violation raises here)."""
     run_state_machine_as_test(lambda: LeaseMachine(harness), settings=derandomized(25))
