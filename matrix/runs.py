@@ -37,6 +37,9 @@ _OURS = (
     "LEASECHECK_EXCUSE",
     "LEASECHECK_DIR",
     "LEASECHECK_PROFILE",
+    # A published column is run as its users run it: with the opening, unless the column
+    # itself says otherwise (its `env`).
+    "LEASECHECK_OPENING",
     # A slice of the shards would be judged (and counted) as if it were the whole run.
     "LEASECHECK_SHARD",
     "CI",
