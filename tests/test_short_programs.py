@@ -19,7 +19,12 @@ from bench import corpus
 from bench.corpus.short_programs.witnesses import WITNESSES
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock, contract
+from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.exhaustive import layer
+from leasecheck.stateful.exhaustive.moves import enabled
+from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import ALL, PropertyViolated
 from leasecheck.stateful.story import replay
 
@@ -93,3 +98,42 @@ def test_the_clean_queue_keeps_every_property_over_it(
     done = replay.replay(leasecheck_harness, steps)
     assert done.skipped == [], done.skipped
     assert done.ran == steps
+
+
+IN_A_SCOPE = {"task-table-extend-from-lease-end": 3, "work-leases-unlocked-lease-row": 3}
+"""Bugs whose witness is a program of one of the opening's small scopes (`layer.SCOPES`,
+by index): every property run searches that scope whole, so every run meets them."""
+
+
+@pytest.mark.parametrize(
+    ("leasecheck_queue", "bug"), [_on(b, b) for b in IN_A_SCOPE], indirect=["leasecheck_queue"]
+)
+def test_the_witness_is_a_program_of_a_small_scope(leasecheck_harness: Harness, bug: str) -> None:
+    """Each move of the witness is one its scope offers where it stands, within the
+    scope's moves and preemptions; and the program breaks the property there."""
+    scope, _ = layer.SCOPES[IN_A_SCOPE[bug]]
+    props, steps = WITNESSES[bug]
+    start = scope.start()
+    assert steps[: len(start)] == start and len(steps) - len(start) <= scope.moves
+    assert sum(s.rule == "preempt" for s in steps) <= scope.preemptions
+    leasecheck_harness.reset()
+    with pytest.raises(PropertyViolated) as error:
+        _play_offered(Driver(leasecheck_harness), scope, steps, len(start))
+    assert error.value.violation.prop in props, error.value.violation
+
+
+def _play_offered(d: Driver, scope: Scope, steps: list[Step], begun: int) -> None:
+    """Play `steps`, judged after each and at the end, as the explorer does; each after
+    the first `begun` must be a move the scope offers then."""
+    preempted = 0
+    try:
+        for i, step in enumerate(steps):
+            if i >= begun:
+                assert step in enabled(d, scope, preempted), f"step {i}: {step}"
+            getattr(d, step.rule)(**step.args)
+            preempted += step.rule == "preempt"
+            d.check()
+        d.teardown()
+    except PropertyViolated:
+        d.core.clean_up()
+        raise

@@ -76,30 +76,27 @@ the list of tries, so the batch finishes job1 under w1; w1's completion is refus
 EXTEND_FROM_LEASE_END = [
     START,
     _s("claim", how=W0),
-    _s("pause", pick=0),  # w0 stops: no heartbeats
-    _s("time_passes", to="past-lease-end"),
-    _s("time_passes", to="beat"),
-    _s("time_passes", to="beat"),
-    _s("time_passes", to="beat"),  # a lease and a microsecond past the lease end
-    _s("resume", pick=0),
-    _s("heartbeat", pick=0),  # old end + a lease is still past: answered True anyway
+    # w0 sleeps alone a lease and a microsecond past its lease end, then beats: old end +
+    # a lease is still past, and the heartbeat answers True anyway
+    _s("asleep", how=Stall(worker=0, alone=True, then="heartbeat", long=True)),
     _s("claim", how=Take(worker=1, held=False)),  # w1 takes the task the queue shows expired
 ]
 """w0 sleeps more than a lease past its lease end; its heartbeat moves the lease to a
 moment already past and answers True; w1 then takes the task inside the lease w0 was
-promised."""
+promised. A program of the opening's fourth small scope."""
 
 UNLOCKED_LEASE_ROW = [
     START,
     _s("claim", how=W0),
-    _s("asleep", how=Stall(worker=0, alone=True, then="nothing")),  # w0's lease runs out
-    _s("open_transaction", pick=0),
-    _s("heartbeat", pick=0),  # w0, a late owner, renews: its lease row locked, uncommitted
-    _s("claim", how=Take(worker=1, held=False)),  # w1 picks job1, its grant waits on the row
-    _s("close_transaction", pick=0, commit=True),  # the renewal commits; the grant overwrites
+    _s("preempt", pick=1, after=3),  # w1's next call pauses after its third statement
+    # w0 sleeps past its lease; w1 claims job1: it picks the item (reading w0's lease as
+    # expired) and takes it, then pauses before its grant; w0 wakes and renews, unhindered
+    _s("asleep", how=Stall(worker=0, alone=False, then="heartbeat")),
+    # the run's end lets w1's claim go on: its grant overwrites w0's renewed lease
 ]
-"""w1's claim reads w0's lease as expired, locks only the item, and grants the lease over
-w0's renewal once it commits."""
+"""w1's claim reads w0's lease as expired and locks only the item; w0's renewal, on the
+unlocked lease row, commits in between; the grant then overwrites it. A program of the
+opening's fourth small scope."""
 
 WITNESSES: dict[str, tuple[tuple[str, ...], list[Step]]] = {
     "task-table-retry-at-cap": (("no-lost-jobs",), RETRY_AT_CAP),

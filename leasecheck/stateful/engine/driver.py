@@ -22,7 +22,7 @@ from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.engine.priorities import Priorities
 from leasecheck.stateful.engine.timeouts import FAULTS
 from leasecheck.stateful.engine.workers import Worker
-from leasecheck.stateful.units import BEAT, MILLISECOND, ROUNDED, SECOND
+from leasecheck.stateful.units import BEAT, LEASE, MILLISECOND, ROUNDED, SECOND
 
 
 class Driver:
@@ -145,7 +145,8 @@ class Driver:
             self.core.resume(self.core.pick([w for w in self.core.workers if w.paused], pick))
 
     def asleep(self, how: Stall) -> None:
-        """The story's pause in one step: a worker sleeps past the end of its lease, then wakes.
+        """The story's pause in one step: a worker sleeps past the end of its lease (a `long`
+        stall a whole lease more), then wakes.
 
         Unless it sleeps `alone`, the first other worker that can act claims meanwhile.
         `then` is what the woken worker does first with the job it was working on,
@@ -163,6 +164,7 @@ class Driver:
             w.paused = True
             work = max(w.granted, key=lambda h: h.grant.lease_end if h.grant else 0)
             end = work.grant.lease_end if work.grant else self.core.now
+            end += LEASE * how.long  # a slow morning: past its lease and one more
             self.core.say(f"t={seconds(self.core.now)} {w.name} stalls past {seconds(end)}")
             self.core.history.add(self.core.now, w.name, "pause", "event", note="stall")
             self.calls.advance(max(end + 1, self.core.now + 1))

@@ -60,17 +60,24 @@ open transaction no call waited on a lock in a whole `ci` run of the reference."
 class Stall:
     """Which worker falls asleep past its lease, whether it sleeps alone, and what it does
     on waking. `alone=False` (the simplest) means another worker reclaims meanwhile, as
-    `rival` says (a program saved before it had one reclaims as "commits")."""
+    `rival` says (a program saved before it had one reclaims as "commits"). A `long`
+    stall sleeps a whole lease more past its lease end: the slow morning whose job ran
+    past two leases, which a heartbeat that renews from the old lease end, not from
+    now, cannot cover (a program saved before it had one sleeps as a short one)."""
 
     worker: int
     alone: bool
     then: str
     rival: str = RIVALS[0]
+    long: bool = False
 
     def __repr__(self) -> str:
-        """The call that builds it, leaving out a default rival: programs read as before."""
+        """The call that builds it, leaving out the defaults: programs read as before."""
         rival = "" if self.rival == RIVALS[0] else f", rival={self.rival!r}"
-        return f"Stall(worker={self.worker!r}, alone={self.alone!r}, then={self.then!r}{rival})"
+        long = ", long=True" if self.long else ""
+        return (
+            f"Stall(worker={self.worker!r}, alone={self.alone!r}, then={self.then!r}{rival}{long})"
+        )
 
 
 TIMES = (
@@ -99,6 +106,7 @@ STALL = st.builds(
     alone=st.booleans(),
     then=st.sampled_from(WAKE_UP),
     rival=st.sampled_from(RIVALS),
+    long=st.booleans(),
 )
 
 

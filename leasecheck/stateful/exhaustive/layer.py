@@ -41,15 +41,22 @@ SCOPES: tuple[tuple[Scope, int], ...] = (
     # Two workers, two jobs, a transaction held open: a claim that waits on a row lock,
     # or times out after its own UPDATE committed.
     (_scope(2, 2, 3, 0, "claim time_out complete fail close_transaction"), 600),
-    # Two workers, one job, the takeovers: a sleeper's lease runs out, another claims,
-    # the sleeper wakes and reports; a worker restarted under its old name.
-    (_scope(2, 1, 3, 0, "claim asleep complete fail heartbeat restart crash"), 1500),
+    # Two workers, one job, the takeovers: a sleeper's lease runs out (or runs a whole
+    # lease past), another claims, the sleeper wakes and reports; a worker restarted
+    # under its old name; a claim paused between its statements while the owner it
+    # takes from renews (a claim that locks one row and grants on another).
+    (
+        _scope(
+            2, 1, 3, 1, "claim asleep complete fail heartbeat restart crash preempt resume_call"
+        ),
+        2500,
+    ),
     # Two workers, two jobs, in batches: a batch claimed, its worker asleep, its batch
     # completion mixing stale and fresh claims.
     (_scope(2, 2, 2, 0, "claim_batch asleep complete_batch"), 300),
 )
 """Each scope and its budget in schedules under `dev` and `ci` (`deep` gives each ten
-times as many): the reference searches each whole within it (2,212 schedules in all).
+times as many): the reference searches each whole within it (3,161 schedules in all).
 A queue whose random ids keep every state apart may spend a budget first, and is told
 how deep each scope went."""
 

@@ -4,6 +4,10 @@ Each rule is offered with each worker or claim the model lets it fall on (its `p
 an index into the same list the driver picks from), `asleep` (the story's stall)
 among them, as it reaches in one move what takes the others four.
 
+A `long` stall is offered only when its worker sleeps alone: what a long sleep adds is
+the waking worker's late call on a lease nobody took, which no rival's claim precedes
+(with a rival, the scope meets the takeover in the short stall).
+
 Workers are equal up to their names, so of the workers that have done nothing yet
 (no call, no fault, nothing held) only the first is offered a move: what the others
 would do is the same program under another name. A queue that treats worker names
@@ -62,9 +66,10 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
     if d.can_stall():
         stallers = [w for w in core.workers if not w.paused and w.granted]
         rivals = RIVALS if held_claims else RIVALS[:1]
+        wake_ups = _wake_ups(d)
         for i in range(len(stallers)):
-            hows = [Stall(worker=i, alone=False, then=t, rival=r) for t in WAKE_UP for r in rivals]
-            hows += [Stall(worker=i, alone=True, then=t) for t in WAKE_UP]
+            hows = [Stall(worker=i, alone=False, then=t, rival=r) for t in wake_ups for r in rivals]
+            hows += [Stall(i, alone=True, then=t, long=n) for t in wake_ups for n in (False, True)]
             out.extend(Step("asleep", {"how": how}) for how in hows)
     offer("pause", [w for w in core.workers if not w.paused])
     offer("resume", [w for w in core.workers if w.paused])
@@ -92,6 +97,14 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
     if d.can_time_out():
         offer("time_out", d.calls.timeouts.armable())
     return [step for step in out if scope.offers(step.rule)]
+
+
+def _wake_ups(d: Driver) -> list[str]:
+    """Return what a woken worker may do first that this queue tells apart: without
+    heartbeats a `heartbeat` wake-up does nothing, and without batches a `batch` one
+    completes (`Driver.asleep`), so neither is offered again under its other name."""
+    told_apart = {"heartbeat": d.core.caps.heartbeats, "batch": d.calls.batches()}
+    return [t for t in WAKE_UP if told_apart.get(t, True)]
 
 
 def _twins(d: Driver) -> set[str]:
