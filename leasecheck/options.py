@@ -104,6 +104,16 @@ def declare_options(add: Callable[..., object]) -> None:
         "(1-based; default: $LEASECHECK_SHARD, else all)",
     )
     add(
+        "--leasecheck-call-deadline",
+        default=os.environ.get("LEASECHECK_CALL_DEADLINE", "30"),
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long one call of the queue may neither answer nor wait on a transaction "
+        "the run holds open before its statement is cancelled; a call that goes on after "
+        "that (a library's retry or reconnect loop) stops the run, with no verdict "
+        "(default: $LEASECHECK_CALL_DEADLINE, else 30)",
+    )
+    add(
         "--leasecheck-examples-from",
         default=os.environ.get("LEASECHECK_EXAMPLES_FROM"),
         metavar="DIR",
@@ -134,6 +144,17 @@ def from_environment_unchosen(value_of: Callable[[str], object]) -> str | None:
                 f"set it to one of {', '.join(choices)}, or unset it"
             )
     return None
+
+
+def _seconds(value: str) -> float:
+    """Accept a positive number of seconds."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds: give one, e.g. 30")
+    return seconds
 
 
 def _shrink_budget(value: str) -> str:

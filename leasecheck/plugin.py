@@ -392,7 +392,8 @@ def leasecheck_harness(
     if shard is not None:
         _not_after_a_contract_error(pytestconfig)
     named = queue_spec(pytestconfig)
-    pool = actors.Pool(leasecheck_installed_dsn)
+    deadline = float(pytestconfig.getoption("--leasecheck-call-deadline"))
+    pool = actors.Pool(leasecheck_installed_dsn, deadline=deadline)
     harness = _Harness(
         queue=leasecheck_queue,
         pool=pool,

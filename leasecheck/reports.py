@@ -291,12 +291,17 @@ class _RunState:
     def _report(self, config: pytest.Config, reporter: Any) -> None:
         """Every PROGRESS_EVERY seconds, one line, until a line has said every shard is done
         (the run's other tests, if any, go on without them)."""
+        capture = config.pluginmanager.getplugin("capturemanager")
         while not self.stop.wait(PROGRESS_EVERY):
             with contextlib.suppress(Exception):  # never let a progress line end a run
-                writer = getattr(reporter, "_tw", None)
-                if getattr(writer, "width_of_current_line", 0):
-                    reporter.write("\n")  # after xdist's progress characters
-                reporter.write_line(self.line(config))
+                line = self.line(config)
+                # Under -n 0 the shards run in this process, inside pytest's capture: the
+                # line goes to the terminal all the same, as live logging's do.
+                with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+                    writer = getattr(reporter, "_tw", None)
+                    if getattr(writer, "width_of_current_line", 0):
+                        reporter.write("\n")  # after xdist's progress characters
+                    reporter.write_line(line)
             if len(self.done) >= self.shards:
                 return
 

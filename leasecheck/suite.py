@@ -28,7 +28,7 @@ from leasecheck import exercised
 from leasecheck.shards import Shard
 from leasecheck.stateful import opening
 from leasecheck.stateful.contract import ContractError
-from leasecheck.stateful.engine import memory
+from leasecheck.stateful.engine import actors, memory
 from leasecheck.stateful.engine.shrinking import ShrinkSpent
 from leasecheck.stateful.exhaustive import layer
 from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
@@ -127,6 +127,9 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
     except ContractError as error:
         # Not a verdict: nothing the queue did can be judged. The story is how it got there.
         unusable: str | None = "\n".join(_contract_story(harness, error))
+    except actors.CallHung as error:
+        # Nor is a call that never answers: no run of it can go on.
+        unusable = str(error)
     except Flaky as error:
         # Not a verdict either: one program ran twice and was answered differently.
         unusable, apart = None, _replayed_apart(error)

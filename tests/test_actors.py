@@ -1,4 +1,5 @@
-"""Sessions: where a call runs, and that a stuck one still ends in `Stuck`."""
+"""Sessions: where a call runs, and that a stuck one still ends in `Stuck`, or in
+`CallHung` when it goes on after its statement was cancelled."""
 
 from __future__ import annotations
 
@@ -74,12 +75,49 @@ def test_an_inline_call_stuck_outside_the_harness_ends_in_stuck(
 ) -> None:
     """A session-level advisory lock held by a stranger blocks the call; the watchdog
     cancels it after the safety timeout instead of letting the run hang."""
-    monkeypatch.setattr(actors, "SAFETY_TIMEOUT", 1.0)
+    monkeypatch.setattr(pool, "deadline", 1.0)
     a, _ = pair
     with psycopg.connect(reference_dsn, autocommit=True) as stranger:
         stranger.execute(LOCK)
         with pytest.raises(actors.Stuck, match="a's call neither finished"):
             actors.submit(pool, a, lambda c: c.execute(LOCK), [a])
+
+
+def _retry_forever(conn: psycopg.Connection[Any]) -> None:
+    """A library's reconnect loop: every database error is tried again."""
+    while True:
+        try:
+            conn.execute("select pg_sleep(3600)")
+        except psycopg.Error:
+            continue
+
+
+def test_a_call_on_its_thread_that_retries_forever_is_ended(
+    pool: actors.Pool, pair: tuple[actors.Session, actors.Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sent on its session's thread (a transaction is held open), the call outlives its
+    deadline and its cancelled statement: `settle` ends it in its thread, and says so."""
+    monkeypatch.setattr(pool, "deadline", 1.0)
+    monkeypatch.setattr(actors, "GRACE", 0.5)
+    a, b = pair
+    a.conn.execute("begin")
+    actors.submit(pool, b, _retry_forever, [a, b])
+    with pytest.raises(actors.CallHung, match="b's call did not return within 1 s"):
+        actors.settle(pool, [a, b])
+    assert b.pending is not None and b.pending.done()  # its thread is free again
+    assert isinstance(b.pending.exception(), actors.CallHung)
+    a.conn.execute("rollback")
+
+
+def test_an_inline_call_that_retries_forever_is_ended(
+    pool: actors.Pool, pair: tuple[actors.Session, actors.Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the machine's own thread: the watchdog cancels its statement, then ends it."""
+    monkeypatch.setattr(pool, "deadline", 1.0)
+    monkeypatch.setattr(actors, "GRACE", 0.5)
+    a, _ = pair
+    with pytest.raises(actors.CallHung, match="a's call did not return within 1 s"):
+        actors.submit(pool, a, _retry_forever, [a])
 
 
 def test_calls_in_a_deadlock_are_left_for_the_caller_to_break(

@@ -7,10 +7,16 @@ the very same steps, and the run without the fault's move lets the mutant throug
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 import pytest
+from psycopg import Connection
 
 import mutants
+from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import contract
+from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.machine import Harness
@@ -298,3 +304,44 @@ def test_a_timeout_whose_lock_holder_crashed_before_the_answer_was_read_is_not_j
         "not judged: the complete of w0:job1#1 timed out on a lock while w1's transaction "
         "was open, which then rolled back" in story
     ), story
+
+
+class LocksBeforeItFences(ReferenceQueue):
+    """A heartbeat that reads its job's row `for update` before it checks the attempt: a
+    stale worker's refused heartbeat, inside its application's open transaction, holds
+    the row the owner must update."""
+
+    name = "locks-before-it-fences"
+
+    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
+        conn.execute("select 1 from jobs where id = %s for update", [claim.job_id])
+        return super().heartbeat(conn, claim, lease)
+
+
+def test_a_refusal_after_an_armed_lock_timeout_names_it_and_the_holder(
+    reference_pool: actors.Pool,
+) -> None:
+    """The owner's completion waits on the row a stale worker's open transaction locked,
+    until the lock timeout the harness armed: the refusal's story says both."""
+    harness = Harness(queue=LocksBeforeItFences(), pool=reference_pool)
+    harness.reset()
+    steps = [
+        Step("start", {"workers": 2}),
+        Step("claim", {"how": Take(worker=0, held=False)}),  # w0: job1#1
+        Step("asleep", {"how": Stall(worker=0, alone=True, then="nothing")}),  # lease runs out
+        Step("claim", {"how": Take(worker=1, held=False)}),  # w1 owns job1#2
+        Step("open_transaction", {"pick": 0}),  # w0 begins
+        Step("heartbeat", {"pick": 0}),  # stale, refused; job1's row stays locked
+        Step("time_out", {"pick": 1}),  # w1's next lock wait times out
+        Step("complete", {"pick": 1}),  # w1, the owner: 55P03 on w0's row lock
+        Step("close_transaction", {"pick": 0, "commit": True}),
+    ]
+    with pytest.raises(PropertyViolated) as caught:
+        replay.replay(harness, steps)
+    violation = caught.value.violation
+    assert violation.prop == OWNER_PROGRESS, violation
+    said = (
+        "the lock_timeout the harness armed (time_out) ended its wait on a lock, while w0's "
+        "transaction (open since t="
+    )
+    assert said in violation.message, violation.message

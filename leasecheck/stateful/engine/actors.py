@@ -7,7 +7,9 @@ pending; a later commit, rollback or termination releases it, and `settle()` wai
 until every pending call has finished or is blocked again, so each step ends in a
 state that depends on the program alone, never on timing. A wait that is neither
 progress nor a lock wait ends in `Stuck`, naming the statements involved, after a
-safety timeout: no run hangs. A call that nothing could block (no other call in
+safety timeout (the pool's `deadline`). A call that goes on past it after its
+statement was cancelled (a library's retry or reconnect loop) is ended with `CallHung`,
+raised inside its thread: no run hangs. A call that nothing could block (no other call in
 flight, no transaction held open) runs on the machine's own thread instead: the
 hand-off would cost as much as the call's round trip and change nothing. This module
 knows nothing of queues or properties.
@@ -16,6 +18,7 @@ knows nothing of queues or properties.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import threading
 import time
@@ -35,12 +38,38 @@ from leasecheck.stateful.engine.gates import Gate, GatedConnection
 SAFETY_TIMEOUT = 30.0
 SPARES = 2
 """Connections kept open ahead of need, for the workers that crashes and cuts replace."""
+GRACE = 5.0
+"""Seconds a call past its deadline gets, once its statement was cancelled, to return
+by itself before `CallHung` is raised inside its thread."""
 FIRST_LOOK = 0.0002
 """Seconds before `settle` first asks whether a call finished or waits on a lock."""
 
 
 class Stuck(RuntimeError):
     """A call neither finished nor waited on a lock within the safety timeout."""
+
+
+class CallHung(BaseException):
+    """A queue's call went on past its deadline after its statement was cancelled: a
+    library that retries or reconnects forever. Raised inside the call's thread to end
+    it, then out of the run, which gives no verdict. A BaseException, so that neither
+    the library's `except Exception` nor Hypothesis's search takes it for an answer."""
+
+
+def _raise_in(thread: int) -> None:
+    """Raise CallHung in the thread `thread` at its next Python instruction."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(CallHung))
+
+
+def hung(session: Session, deadline: float) -> str:
+    """Return what a hung call's run says: the call, the worker, what to check."""
+    what, about = session.what
+    call = f"{what} of {about}" if what and about else what or "call"
+    return (
+        f"{session.label}'s {call} did not return within {deadline:g} s and went on after its "
+        "statement was cancelled: does the queue (or its library) retry or reconnect forever? "
+        "Let its calls raise on a broken connection (or set --leasecheck-call-deadline)"
+    )
 
 
 @dataclass
@@ -62,6 +91,8 @@ class Session:
     times_out: bool = False
     """Whether its call runs with a lock timeout set (the driver's `time_out`): a lock
     wait of it is never held still, `settle` waits until PostgreSQL ends it."""
+    thread: int | None = None
+    """The thread its call in flight runs on (its executor's, or the machine's)."""
 
     @property
     def parked(self) -> bool:
@@ -93,6 +124,9 @@ class Pool:
     """
 
     dsn: str
+    deadline: float = SAFETY_TIMEOUT
+    """Seconds a call may neither finish nor wait on a held transaction before its
+    statement is cancelled and the run stops (`Stuck`, then `CallHung`)."""
     monitor: Connection[Any] = field(init=False)
     _free: list[Session] = field(default_factory=list)
     _count: int = 0
@@ -100,6 +134,8 @@ class Pool:
     _opener: ThreadPoolExecutor = field(init=False)
     _inline: tuple[Session, float] | None = None
     """The session running a call on the machine's thread, and when that call is stuck."""
+    _hung: Session | None = None
+    """The session whose inline call the watchdog ended with CallHung."""
     _fired: Session | None = None
     _guard: threading.Lock = field(default_factory=threading.Lock)
     _closing: threading.Event = field(default_factory=threading.Event)
@@ -124,30 +160,50 @@ class Pool:
             )
             self._watchdog.start()
         future: Future[Any] = Future()
-        self._inline = (session, time.monotonic() + SAFETY_TIMEOUT)
+        session.thread = threading.get_ident()
+        self._inline = (session, time.monotonic() + self.deadline)
         try:
             future.set_result(call(session.conn))
         except Exception as exc:
             future.set_exception(exc)
+        except CallHung:
+            with contextlib.suppress(psycopg.Error, Stuck):  # its backend may still be busy
+                self.terminate(session)
+            session.terminated = True  # wherever the library was, its connection is done
+            raise CallHung(hung(session, self.deadline)) from None
         finally:
             with self._guard:
                 self._inline = None
                 fired, self._fired = self._fired is session, None
+                ended, self._hung = self._hung is session, None
+        if ended:  # raised as the call returned: it ran past its deadline all the same
+            raise CallHung(hung(session, self.deadline))
         if fired:
             raise Stuck(
                 f"{session.label}'s call neither finished nor waited on a held transaction "
-                f"within {SAFETY_TIMEOUT:.0f} s; its statement was cancelled"
+                f"within {self.deadline:g} s; its statement was cancelled"
             )
         return future
 
     def _watch(self) -> None:
-        while not self._closing.wait(min(1.0, SAFETY_TIMEOUT / 4)):
+        """Cancel the statement of an inline call past its deadline; if the call still has
+        not returned `GRACE` seconds later, end it with CallHung in its thread."""
+        while not self._closing.wait(min(1.0, self.deadline / 4)):
             with self._guard:
                 running = self._inline
-                if running is not None and time.monotonic() > running[1]:
-                    self._fired = running[0]
+                if running is None or time.monotonic() <= running[1]:
+                    continue
+                session = running[0]
+                if self._fired is not session:
+                    self._fired = session
                     with contextlib.suppress(psycopg.Error):  # a dead backend runs nothing
-                        running[0].conn.cancel_safe()
+                        session.conn.cancel_safe()
+                elif time.monotonic() > running[1] + GRACE and self._hung is not session:
+                    self._hung = session
+                    if session.thread is not None:
+                        _raise_in(session.thread)
+                    with contextlib.suppress(psycopg.Error):  # back to Python, where it lands
+                        session.conn.cancel_safe()
 
     def _connect(self) -> Connection[Any]:
         conn = clock.connect(self.dsn, GatedConnection)
@@ -197,9 +253,15 @@ class Pool:
         self._free.append(session)
 
     def discard(self, session: Session) -> None:
-        """Close a session for good."""
+        """Close a session for good; a call of it that goes on regardless is ended."""
         session.conn.close()
-        session.executor.shutdown(wait=True)
+        pending = session.pending
+        if pending is not None and not pending.done():
+            wait_futures([pending], timeout=GRACE)
+            if not pending.done() and session.thread is not None:
+                _raise_in(session.thread)
+                wait_futures([pending], timeout=GRACE)
+        session.executor.shutdown(wait=pending is None or pending.done())
 
     def terminate(self, session: Session) -> None:
         """End the session's backend from the server side and wait until it is gone."""
@@ -209,7 +271,7 @@ class Pool:
             # Locks go before the activity entry does, so once the pid is gone
             # from pg_stat_activity everything it held is released.
             gone = "select not exists (select from pg_stat_activity where pid = %s)"
-            deadline = time.monotonic() + SAFETY_TIMEOUT
+            deadline = time.monotonic() + self.deadline
             while not self.monitor.execute(gone, (pid,)).fetchone()[0]:  # type: ignore[index]
                 if time.monotonic() > deadline:
                     raise Stuck(f"backend {pid} ({session.label}) did not exit after termination")
@@ -217,7 +279,7 @@ class Pool:
         if session.gate is not None:
             session.gate.open()  # a parked call goes on, into the dead connection
         if session.pending is not None:
-            wait_futures([session.pending], timeout=SAFETY_TIMEOUT)
+            wait_futures([session.pending], timeout=self.deadline)
 
     def cancel(self, session: Session) -> None:
         """Cancel the session's running statement and wait until its call has returned.
@@ -229,9 +291,28 @@ class Pool:
             session.gate.open()
         self.monitor.execute("select pg_cancel_backend(%s)", (session.pid,))
         if session.pending is not None:
-            wait_futures([session.pending], timeout=SAFETY_TIMEOUT)
+            wait_futures([session.pending], timeout=self.deadline)
             if not session.pending.done():
                 raise Stuck(f"{session.label} did not return after its statement was cancelled")
+
+    def cut_short(self, sessions: list[Session]) -> None:
+        """Cancel the statements of calls past their deadline; raise CallHung if one goes
+        on regardless (ended in its thread first), else return and let the caller say."""
+        for session in sessions:
+            with contextlib.suppress(psycopg.Error):
+                self.monitor.execute("select pg_cancel_backend(%s)", (session.pid,))
+        pending = [s.pending for s in sessions if s.pending is not None]
+        wait_futures(pending, timeout=GRACE)
+        going = [s for s in sessions if s.pending is not None and not s.pending.done()]
+        for session in going:
+            if session.thread is not None:
+                _raise_in(session.thread)
+            with contextlib.suppress(psycopg.Error):  # back to Python, where it lands
+                self.monitor.execute("select pg_terminate_backend(%s)", (session.pid,))
+            session.terminated = True
+        if going:
+            wait_futures([s.pending for s in going if s.pending is not None], timeout=GRACE)
+            raise CallHung(hung(going[0], self.deadline))
 
     def close(self) -> None:
         """Close every connection the pool holds."""
@@ -327,13 +408,19 @@ def submit(
             finally:
                 conn.gate = None
 
-        future = session.executor.submit(gated, conn)
+        future = session.executor.submit(_tracked, session, gated)
     elif could_block(session, sessions):
-        future = session.executor.submit(call, session.conn)
+        future = session.executor.submit(_tracked, session, call)
     else:
         future = pool.run_inline(session, call)
     session.pending = future
     return future
+
+
+def _tracked(session: Session, call: Callable[[Connection[Any]], Any]) -> Any:
+    """Run `call` on the session's thread, noting the thread (what `CallHung` ends)."""
+    session.thread = threading.get_ident()
+    return call(session.conn)
 
 
 def resume(session: Session) -> None:
@@ -387,10 +474,12 @@ def settle(pool: Pool, sessions: list[Session]) -> None:
             waits_for = pool.blocked(running)
             if _held_still(waits_for, sessions, running):
                 return
-        if spent > SAFETY_TIMEOUT:
+        if spent > pool.deadline:
+            described = pool.describe(running)
+            pool.cut_short(running)
             raise Stuck(
                 f"calls neither finished nor waited on a held transaction within "
-                f"{SAFETY_TIMEOUT:.0f} s: " + pool.describe(running)
+                f"{pool.deadline:g} s (their statements were cancelled): " + described
             )
         waiting = running
         delay = min(delay * 2, 0.05)

@@ -10,6 +10,7 @@ scheduler, so a serialization failure (40001) the queue answered with is counted
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -46,6 +47,9 @@ class LockTimeouts:
         """Claims (by id) whose call a lock timeout ended: why it is not judged at all (a
         lock it may have waited on that says nothing of its own job), and each other
         worker's open transaction (its updates list, and whether it committed)."""
+        self.holders: dict[int, str] = {}
+        """The same claims: the open transactions that may have held the lock, in words,
+        as they stood when the call timed out (what its refusal's story names)."""
 
     def arm(self, name: str) -> None:
         self.armed.add(name)
@@ -143,6 +147,7 @@ class LockTimeouts:
                     )
         if why is not None or rivals:
             self.timed_out[id(held)] = (why, rivals)
+            self.holders[id(held)] = _held_by([o for o, _, _ in rivals])
 
     def judge(
         self,
@@ -164,6 +169,7 @@ class LockTimeouts:
         claim of a batch, when an open transaction held another job of the batch (the
         wait, and so the refusal, may be that job's)."""
         waited = self.timed_out.pop(id(h), None)
+        holders = self.holders.pop(id(h), "")
         if waited is None or read.raised is None:
             _answer(self.core, h, op, read, at, answered, lease_from)
             return
@@ -171,6 +177,9 @@ class LockTimeouts:
         if why is not None:
             self.core.say(f"  not judged: the {op} of {h.label} timed out on a lock {why}")
             return
+        # Its refusal, if judged, says what refused it: the harness's fault, and who held on.
+        armed = "the lock_timeout the harness armed (time_out) ended its wait on a lock"
+        read = dataclasses.replace(read, raised=f"{read.raised}; {armed}{holders}")
         self._judge_timed_out(h, op, read, at, answered, rivals)
 
     def _judge_timed_out(
@@ -202,6 +211,19 @@ class LockTimeouts:
             )
             return
         _answer(self.core, h, op, read, at, answered)
+
+
+def _held_by(rivals: list[Worker]) -> str:
+    """Return the open transactions a timed-out call may have waited on, in words: `, held
+    by w1's transaction (open since t=3s, holding w1:job1#2)`; empty for none."""
+    said = []
+    for o in rivals:
+        held = ", ".join(h.label for h in o.held)
+        holding = f", holding {held}" if held else ""
+        said.append(f"{o.name}'s transaction (open since t={seconds(o.began)}{holding})")
+    if not said:
+        return ""
+    return f", while {' and '.join(said)} {'was' if len(said) == 1 else 'were'} open"
 
 
 class _Trips(Gate):
