@@ -291,13 +291,14 @@ class _RunState:
     def _report(self, config: pytest.Config, reporter: Any) -> None:
         """Every PROGRESS_EVERY seconds, one line, until a line has said every shard is done
         (the run's other tests, if any, go on without them)."""
-        capture = config.pluginmanager.getplugin("capturemanager")
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        uncaptured = getattr(capture, "global_and_fixture_disabled", contextlib.nullcontext)
         while not self.stop.wait(PROGRESS_EVERY):
             with contextlib.suppress(Exception):  # never let a progress line end a run
                 line = self.line(config)
                 # Under -n 0 the shards run in this process, inside pytest's capture: the
                 # line goes to the terminal all the same, as live logging's do.
-                with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+                with uncaptured():
                     writer = getattr(reporter, "_tw", None)
                     if getattr(writer, "width_of_current_line", 0):
                         reporter.write("\n")  # after xdist's progress characters
