@@ -410,7 +410,10 @@ def _replay(args: argparse.Namespace) -> int:
     except (contract.ContractError, servers.ServerUnavailable) as exc:
         raise _Usage(str(exc)) from None
     print(f"leasecheck: replaying {args.file} ({len(saved.steps)} steps) against {queue.name!r}")
-    print(f"leasecheck: it was recorded on {saved.queue!r}: {saved.violation.splitlines()[0]}")
+    if saved.violation:
+        print(f"leasecheck: it was recorded on {saved.queue!r}: {saved.violation.splitlines()[0]}")
+    else:
+        print("leasecheck: it records no violation (a program written by hand?)")
     try:
         with janitor.temporary(server.dsn, "replay") as dsn:
             clock.prepare(dsn, queue)

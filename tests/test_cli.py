@@ -21,6 +21,7 @@ import pytest
 
 from leasecheck import cli, options, plugin
 from tests import child
+from tests.fixtures import REFERENCE
 
 NAIVE = "mutants.naive:Naive"
 COUNTEREXAMPLE = Path(__file__).with_name("data") / "naive-single-completion.json"
@@ -463,3 +464,59 @@ def test_the_priority_schedule_reaches_the_run_and_its_saved_program(
         project, tmp_path / "tmp", "replay", str(saved), "--pg-dsn", leasecheck_server_dsn
     )
     assert again.returncode == 1 and "job1 completed 2 times" in again.output, again.output
+
+
+HAND_WRITTEN = [
+    {"rule": "start", "args": {"workers": 2}},
+    {"rule": "claim", "args": {"how": {"Take": {"worker": 0, "held": False}}}},
+    {"rule": "complete", "args": {"pick": 0}},
+]
+"""A program as a user writes one: the steps and the queue, no violation recorded."""
+
+
+def test_a_hand_written_program_replays(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    leasecheck_server_dsn: str,
+) -> None:
+    data = {"format": 1, "queue_spec": REFERENCE, "program": HAND_WRITTEN}
+    (tmp_path / "mine.json").write_text(json.dumps(data))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["replay", "mine.json", "--pg-dsn", leasecheck_server_dsn]) == 0
+    out = capsys.readouterr().out
+    assert "it records no violation (a program written by hand?)" in out, out
+    assert "every property holds over the 3 steps that applied" in out, out
+
+
+@pytest.mark.parametrize(
+    ("step", "said"),
+    [
+        ({"rule": "fly", "args": {}}, "the program calls 'fly', which is not a rule"),
+        ({"rule": "complete", "args": {}}, "step 2 (complete): missing a required argument"),
+        ({"rule": "complete", "args": {"pick": True}}, "pick must be int, not true"),
+        ({"rule": "complete", "args": {"pick": 0, "hold": 1}}, "unexpected keyword argument"),
+        (
+            {"rule": "claim", "args": {"how": {"Take": {"worker": 0, "held": None}}}},
+            "step 2 (claim): how.held must be bool, not null",
+        ),
+        (
+            {"rule": "preempt", "args": {"pick": 0, "after": 1, "hold": "x"}},
+            'hold must be int or null, not "x"',
+        ),
+    ],
+)
+def test_a_step_no_rule_takes_is_one_line_before_any_server(
+    step: dict[str, Any],
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    program = [HAND_WRITTEN[0], step]
+    data = {"format": 1, "queue_spec": REFERENCE, "program": program}
+    (tmp_path / "mine.json").write_text(json.dumps(data))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["replay", "mine.json", "--pg-dsn", "host=/nonexistent"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert said in line, line

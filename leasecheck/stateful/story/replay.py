@@ -9,7 +9,11 @@ complete, say) is skipped and reported, never forced.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,8 +61,10 @@ def load(path: Path) -> Saved:
         raise ValueError(
             f"{path}: program format {data.get('format')!r}, this leasecheck reads {program.FORMAT}"
         )
+    steps = program.from_json(data["program"])
+    check(steps)
     return Saved(
-        steps=program.from_json(data["program"]),
+        steps=steps,
         queue=str(data.get("queue", "")),
         queue_spec=str(data.get("queue_spec", "")),
         prop=str(data.get("property", "")),
@@ -93,6 +99,52 @@ def replay(
     finally:
         machine.teardown()
     return done
+
+
+def check(steps: list[Step]) -> None:
+    """Raise ValueError, with a one-line reason, at the first step no rule of this
+    leasecheck takes as it is written: an unknown rule, an argument missing, unknown or
+    of another type (a hand-written program fails here, before any server starts)."""
+    for number, step in enumerate(steps, 1):
+        _rule(step.rule)
+        method = inspect.unwrap(getattr(REPLAYER, step.rule))
+        try:
+            inspect.signature(method).bind(None, **step.args)
+        except TypeError as exc:
+            raise ValueError(f"step {number} ({step.rule}): {exc}") from None
+        hints = typing.get_type_hints(method)
+        for name, value in step.args.items():
+            wrong = _mistyped(value, hints.get(name, Any), name)
+            if wrong is not None:
+                raise ValueError(f"step {number} ({step.rule}): {wrong}")
+
+
+def _mistyped(value: Any, want: Any, name: str) -> str | None:
+    """Return why `value` is not a `want` (a type, a union, or a dataclass of such), or None."""
+    if want is Any:
+        return None
+    options = typing.get_args(want) if isinstance(want, types.UnionType) else (want,)
+    if type(None) in options and value is None:
+        return None
+    for option in options:
+        if option is type(None) or not isinstance(option, type):
+            continue
+        if dataclasses.is_dataclass(option) and isinstance(value, option):
+            fields = typing.get_type_hints(option)
+            for f in dataclasses.fields(option):
+                wrong = _mistyped(getattr(value, f.name), fields[f.name], f"{name}.{f.name}")
+                if wrong is not None:
+                    return wrong
+            return None
+        # bool is an int to Python, never to a program: `pick: true` is a mistake
+        if isinstance(value, option) and not (option is int and isinstance(value, bool)):
+            return None
+    said = " or ".join("null" if o is type(None) else o.__name__ for o in options)
+    try:
+        shown = json.dumps(value)  # as the program's file writes it
+    except TypeError:
+        shown = repr(value)
+    return f"{name} must be {said}, not {shown}"
 
 
 def _rule(name: str) -> Any:
