@@ -25,7 +25,7 @@ from leasecheck.stateful.engine.moves import TIMES, Take
 from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.story import replay
-from leasecheck.stateful.units import LEASE, MILLISECOND, ROUNDED, SECOND
+from leasecheck.stateful.units import LEASE, MILLISECOND, ROUNDED, SECOND, stamp
 
 RECLAIMED = "expired lease claimed again"
 
@@ -195,3 +195,11 @@ def test_each_move_lands_where_it_says(reference_pool: actors.Pool) -> None:
 def test_the_rule_keeps_todays_moves_first() -> None:
     """Shrinking prefers a sampled value's first entries: today's moves keep their places."""
     assert TIMES[:5] == ("lease-end", "past-lease-end", "beat", "second", "before-lease-end")
+
+
+def test_a_story_writes_times_to_the_microsecond() -> None:
+    """A claim a microsecond past a lease end at 30 s reads as one: never `30s`, nor `1e-06s`."""
+    times = [0, 1, 1_000, 30 * SECOND, 30 * SECOND + 1, 30 * SECOND - 1, 60 * SECOND + 1_000]
+    assert [stamp(us) for us in times] == [
+        "0s", "0.000001s", "0.001s", "30s", "30.000001s", "29.999999s", "60.001s",
+    ]  # fmt: skip

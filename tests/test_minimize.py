@@ -59,7 +59,7 @@ def test_the_steps_a_failure_does_not_need_are_deleted(reference_pool: actors.Po
     assert list(harness.recorder.last[FENCING].program) == NEEDED
     # worker=0 picks among the workers that could stall then: the story names it, w1
     assert "state.asleep(how=Stall(worker=0, alone=True, then='nothing'))  # w1" in done.story
-    assert "t=1e-06s w1 stalls past 30s" in done.story
+    assert "t=0.000001s w1 stalls past 30.000001s" in done.story
     assert _found(_harness(reference_pool), NEEDED) == FENCING  # the shorter one replays
 
 

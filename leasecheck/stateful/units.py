@@ -16,3 +16,12 @@ to whole seconds both the end it stores and the `now()` it compares with (floor,
 nearest, `<` or `<=`): the end it stores is below the true end plus 1 s, the instant it
 reads is above the true instant minus 1 s, so 2 s clear both (1.5 s would not: an end at
 30.000001 s stored as 31 s is still ahead of a `now()` of 31.500001 s floored to 31 s)."""
+
+
+def stamp(us: float) -> str:
+    """Return simulated microseconds as a story writes them: `30s`, `30.000001s`, `0.001s`.
+
+    Exact to the microsecond, never rounded and never in exponent form: a claim a
+    microsecond past a lease end at 30 s must not read as a claim at 30 s."""
+    whole, part = divmod(round(us), SECOND)
+    return f"{whole}s" if not part else f"{whole}.{part:06d}".rstrip("0") + "s"

@@ -41,7 +41,7 @@ from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import Violation, violation_error
 from leasecheck.stateful.story.recorder import Failure, Recorder
 from leasecheck.stateful.story.timeline import render
-from leasecheck.stateful.units import BEAT, LEASE, SECOND
+from leasecheck.stateful.units import BEAT, LEASE, SECOND, stamp
 from leasecheck.stateful.verdict.judge import Judge, Rules
 
 MAX_JOBS = 3
@@ -122,8 +122,8 @@ def _slot(w: Worker) -> str:
 
 
 def seconds(us: int) -> str:
-    """Return simulated microseconds as the story writes them."""
-    return f"{us / SECOND:g}s"
+    """Return simulated microseconds as the story writes them (`units.stamp`)."""
+    return stamp(us)
 
 
 def silent(message: str) -> None:

@@ -20,6 +20,7 @@ from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.answers import Answered, Done, Ended, Lost, Outcome, Raised
 from leasecheck.stateful.engine.workers import Held, Worker
 from leasecheck.stateful.history import History
+from leasecheck.stateful.units import stamp
 
 _CLAIMING = ("claim", "claim_many")
 
@@ -204,7 +205,7 @@ class Scheduler:
         actors.resume(w.main)
         op, job = w.main.what
         self.history.add(self.host.now, w.name, op, "event", job=job, note="goes on")
-        self.host.say(f"t={self.host.now / 1e6:g}s {w.name}'s {op} goes on")
+        self.host.say(f"t={stamp(self.host.now)} {w.name}'s {op} goes on")
         self.settle()
         self._after_send(w, w.main)
 

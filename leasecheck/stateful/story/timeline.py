@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from leasecheck.stateful.history import Event, History
 from leasecheck.stateful.story.claimtext import job_labels, saved_claim, short_label
+from leasecheck.stateful.units import SECOND, stamp
 
 _WIDTH = 30
 
@@ -73,6 +74,6 @@ def render(history: History, second: int) -> str:
         cells = [""] * len(lanes)
         text = _describe(e, jobs)
         cells[lanes.index(e.worker)] = text
-        at = f"{e.at / second:g}s"
+        at = stamp(e.at * SECOND // second)
         lines.append(f"{at:>10} | " + " | ".join(f"{c:<{_WIDTH}}" for c in cells).rstrip())
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.properties import Violation
+from leasecheck.stateful.units import stamp
 
 
 @dataclass
@@ -75,6 +76,6 @@ class Ledger:
 
     def answer_raised(self, call: str, at: int, quote: str) -> None:
         """Note an exception the queue raised where no grant was at stake (a claim)."""
-        line = f"{call}() raised at t={at / 1e6:g}s: {quote}"
+        line = f"{call}() raised at t={stamp(at)}: {quote}"
         if line not in self.raised:
             self.raised.append(line)

@@ -15,6 +15,7 @@ from functools import partial
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import FAILED, RUNNING, Claim, JobId
 from leasecheck.stateful.properties import Violation
+from leasecheck.stateful.units import stamp
 from leasecheck.stateful.verdict import drain, releases, window
 from leasecheck.stateful.verdict.grants import Grant, JobModel
 from leasecheck.stateful.verdict.hidden import Doubts
@@ -164,15 +165,15 @@ class Oracle:
                 grants=(label, earlier[-1].label),
             )
         latest = answered_at if sent is not None and answered_at is not None else at
-        when = f"at t={at / 1e6:g}s"
+        when = f"at t={stamp(at)}"
         if latest != at:
-            when = f"between t={at / 1e6:g}s and t={latest / 1e6:g}s (its claim was in flight)"
+            when = f"between t={stamp(at)} and t={stamp(latest)} (its claim was in flight)"
         for other in earlier:
             held_until = _lease_end_as_of(other, at)  # a later renewal may come after the grant
             if not other.released and held_until > latest:
                 said = (
                     f"{label} was granted {when} while "
-                    f"{other.label} held a lease until t={held_until / 1e6:g}s"
+                    f"{other.label} held a lease until t={stamp(held_until)}"
                 )
                 flag = partial(
                     self.ledger.flag,
@@ -231,7 +232,7 @@ class Oracle:
         """
         job = self.job(grant.claim)
         how = f"refused (it raised {raised})" if raised else "refused"
-        said = f"the {what} of {grant.label}, which owns {job.label}, was {how} at t={at / 1e6:g}s"
+        said = f"the {what} of {grant.label}, which owns {job.label}, was {how} at t={stamp(at)}"
         if releases.pending(
             self.ledger, grant, said, at, partial(self._refused, grant, what, at, raised)
         ):
@@ -241,12 +242,12 @@ class Oracle:
             self.ledger.flag(
                 P.OWNER_PROGRESS,
                 said,
-                f"its lease ran until t={grant.lease_end / 1e6:g}s and nobody else was granted "
+                f"its lease ran until t={stamp(grant.lease_end)} and nobody else was granted "
                 f"{job.label}",
                 **refs,
             )
             return
-        late = f"{said}, after its lease ended at t={grant.lease_end / 1e6:g}s"
+        late = f"{said}, after its lease ended at t={stamp(grant.lease_end)}"
         if self.revokes_expired:
             self.ledger.declared.append(f"{late}: the queue declares revokes_expired")
             return
@@ -471,7 +472,7 @@ class Oracle:
             return Violation(P.FENCING, stale, (why,), **refs)
         first = win.during[0]
         sent_while = (
-            f"it was sent at t={sent.at / 1e6:g}s while {grant.label} still owned {job.label}"
+            f"it was sent at t={stamp(sent.at)} while {grant.label} still owned {job.label}"
         )
         later = win.first_grant()
         if later is not None and what != "heartbeat":
@@ -500,8 +501,8 @@ class Oracle:
                 )
                 why = (
                     f"{sent_while}: had it landed first, {first.by.label} took {job.label} by "
-                    f"t={first.mark.instant / 1e6:g}s under the lease it renewed until at "
-                    f"least t={renewed / 1e6:g}s (exclusive-lease); had it come after, a stale "
+                    f"t={stamp(first.mark.instant)} under the lease it renewed until at "
+                    f"least t={stamp(renewed)} (exclusive-lease); had it come after, a stale "
                     f"heartbeat was accepted; {either}"
                 )
                 return Violation(P.FENCING, said, (why,), **refs)
@@ -537,7 +538,7 @@ class Oracle:
             return None
         return (
             f"the queue shows {job.label} {status} after it answered, while "
-            f"{holder.label}'s lease runs until t={holder.lease_end / 1e6:g}s: it landed "
+            f"{holder.label}'s lease runs until t={stamp(holder.lease_end)}: it landed "
             f"after {holder.label}'s claim and undid it"
         )
 
@@ -586,8 +587,8 @@ def _greater(a: Hashable, b: Hashable) -> bool:
 def _when(at: int, answered: int | None) -> str:
     """Say when a call was accepted: when sent, and when answered if it waited."""
     if answered is None or answered == at:
-        return f"at t={at / 1e6:g}s"
-    return f"at t={answered / 1e6:g}s (sent at t={at / 1e6:g}s, it waited or was paused)"
+        return f"at t={stamp(at)}"
+    return f"at t={stamp(answered)} (sent at t={stamp(at)}, it waited or was paused)"
 
 
 def _others(job: JobModel, grant: Grant) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from leasecheck.stateful.units import stamp
 from leasecheck.stateful.verdict.ledger import Ledger
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def pending(ledger: Ledger, grant: Grant, said: str, at: int, flag: Callable[[],
     if grant.released_unknown is not None and grant.released_unknown <= at:
         ledger.unjudged.append(
             f"{said}: a completion or failure report of {grant.label} sent at "
-            f"t={grant.released_unknown / 1e6:g}s lost its answer, so whether it had "
+            f"t={stamp(grant.released_unknown)} lost its answer, so whether it had "
             "given the job back cannot be told"
         )
         return True

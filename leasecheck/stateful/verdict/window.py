@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from leasecheck.stateful.units import stamp
+
 if TYPE_CHECKING:
     from leasecheck.stateful.verdict.grants import Grant, JobModel
 
@@ -138,4 +140,4 @@ def why_stale(job: JobModel, grant: Grant, window: Window) -> str:
     if "released" in kinds:
         return f"{grant.label} had already released {job.label}"
     later = [c.by for c in window.before if c.kind == "granted"][-1]
-    return f"{job.label} had been granted again to {later.label} at t={later.granted_at / 1e6:g}s"
+    return f"{job.label} had been granted again to {later.label} at t={stamp(later.granted_at)}"
