@@ -297,6 +297,9 @@ def test_unrelated_tests_start_no_server_and_import_no_queue(tmp_path: Path) -> 
     [
         ("host=localhost port", 'missing "=" after "port"'),
         ("postgresql://me:hunter2@[::1", "malformed DSN"),
+        ("host=localhost passwordhunter2", 'missing "=" after "***"'),  # a password's "=" lost
+        ("host=localhost password=hun ter2", 'missing "=" after "***"'),  # its tail after a space
+        ("host=localhost pasword=hunter2", 'invalid connection option "pasword"'),
     ],
 )
 def test_malformed_dsns_are_named(dsn: str, fragment: str) -> None:
@@ -305,7 +308,7 @@ def test_malformed_dsns_are_named(dsn: str, fragment: str) -> None:
         servers.from_dsn(dsn)
     message = str(caught.value)
     assert fragment in message and "write it as" in message
-    assert "\n" not in message and "hunter2" not in message
+    assert "\n" not in message and "hunter2" not in message and "ter2" not in message
 
 
 def test_unknown_role_is_one_line(leasecheck_server_dsn: str) -> None:

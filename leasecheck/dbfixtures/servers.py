@@ -22,6 +22,7 @@ SOURCES = ("embedded", "docker", "dsn")
 _MAJOR = re.compile(r"^embedded-(\d+)$")
 """`embedded-15`: the embedded way with another major's binaries (`debian`)."""
 _USERINFO = re.compile(r"//[^/@\s]*@")
+_AFTER = re.compile(r'after "([^"]*)"')
 
 
 class ServerUnavailable(RuntimeError):
@@ -44,12 +45,20 @@ def check_dsn(dsn: str) -> None:
     try:
         conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
-        # libpq quotes the DSN back: hide the user:password part of a URI.
+        # libpq quotes the DSN back: hide the user:password part of a URI, and the word a
+        # missing "=" follows unless it is a keyword (`passwordhunter2`; a password's tail
+        # after a space). An invalid option's quoted name is a key, never a value.
         reason = _USERINFO.sub("//***@", " ".join(str(exc).split()))
+        reason = _AFTER.sub(lambda m: m[0] if m[1] in _keywords() else 'after "***"', reason)
         raise ServerUnavailable(
             f"malformed DSN in --leasecheck-pg-dsn / LEASECHECK_DSN ({reason}); write it as "
             "'postgresql://user:password@host:5432/dbname' or 'host=... user=... dbname=...'"
         ) from None
+
+
+def _keywords() -> set[str]:
+    """Return the words libpq may quote back with no secret in them: its keywords."""
+    return {d.keyword.decode() for d in psycopg.pq.Conninfo.get_defaults()}
 
 
 def probe(server: Server) -> Server:
