@@ -114,6 +114,14 @@ def declare_options(add: Callable[..., object]) -> None:
         "(default: $LEASECHECK_CALL_DEADLINE, else 30)",
     )
     add(
+        "--leasecheck-report",
+        default=os.environ.get("LEASECHECK_REPORT"),
+        metavar="FILE",
+        help="write the run's verdicts as JSON to FILE: per property its verdict, counts "
+        "and situations, and each failure with its story and files (default: "
+        "$LEASECHECK_REPORT; under GitHub Actions a job summary is written as well)",
+    )
+    add(
         "--leasecheck-examples-from",
         default=os.environ.get("LEASECHECK_EXAMPLES_FROM"),
         metavar="DIR",

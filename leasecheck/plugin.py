@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from leasecheck import campaign, exercised, outdir, shards
+from leasecheck import campaign, exercised, outdir, runreport, shards
 from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.dbfixtures import plugin as dbplugin
@@ -501,5 +501,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """Say what the property run exercised, per property (nothing if it did not run)."""
+    """Say what the property run exercised, per property (nothing if it did not run), and
+    write the run's report where asked (`leasecheck.runreport`)."""
     exercised.hook(terminalreporter, config)
+    named = queue_spec(config)
+    runreport.hook(terminalreporter, config, named[0] if named else "", excused(config))
