@@ -504,6 +504,7 @@ def test_a_hand_written_program_replays(
             {"rule": "preempt", "args": {"pick": 0, "after": 1, "hold": "x"}},
             'hold must be int or null, not "x"',
         ),
+        ({"rule": "start", "args": {"workers": 2, "order": [1, "x"]}}, "order[1] must be int"),
     ],
 )
 def test_a_step_no_rule_takes_is_one_line_before_any_server(

@@ -193,7 +193,9 @@ def test_a_heartbeat_from_the_stored_end_is_judged(reference_pool: actors.Pool) 
     with pytest.raises(PropertyViolated) as caught:
         _replay(q.FromStoredEnd(), reference_pool, RENEWED_INTO_THE_PAST)
     assert caught.value.violation.prop == EXCLUSIVE_LEASE, caught.value
-    assert "while w0:job1#1 held a lease until t=100s" in caught.value.violation.message
+    # to the microsecond: the heartbeat at 70.000001 s told w0 its lease ran to 100.000001 s
+    said = "w1:job1#2 was granted at t=70.000001s while w0:job1#1 held a lease until t=100.000001s"
+    assert said in caught.value.violation.message, caught.value.violation.message
 
 
 LEASE_FROM_A_HELD_TRANSACTION = [

@@ -214,8 +214,8 @@ class LockTimeouts:
 
 
 def _held_by(rivals: list[Worker]) -> str:
-    """Return the open transactions a timed-out call may have waited on, in words: `, held
-    by w1's transaction (open since t=3s, holding w1:job1#2)`; empty for none."""
+    """Return the open transactions a timed-out call may have waited on, in words: `, while
+    w1's transaction (open since t=3s, holding w1:job1#2) was open`; empty for none."""
     said = []
     for o in rivals:
         held = ", ".join(h.label for h in o.held)

@@ -14,7 +14,7 @@ import inspect
 import json
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,17 +127,25 @@ def _mistyped(value: Any, want: Any, name: str) -> str | None:
     if type(None) in options and value is None:
         return None
     for option in options:
-        if option is type(None) or not isinstance(option, type):
+        kind = typing.get_origin(option) or option  # Sequence[int]: a Sequence, of ints
+        if option is type(None) or not isinstance(kind, type):
             continue
-        if dataclasses.is_dataclass(option) and isinstance(value, option):
-            fields = typing.get_type_hints(option)
-            for f in dataclasses.fields(option):
+        if dataclasses.is_dataclass(kind) and isinstance(value, kind):
+            fields = typing.get_type_hints(kind)
+            for f in dataclasses.fields(kind):
                 wrong = _mistyped(getattr(value, f.name), fields[f.name], f"{name}.{f.name}")
                 if wrong is not None:
                     return wrong
             return None
         # bool is an int to Python, never to a program: `pick: true` is a mistake
-        if isinstance(value, option) and not (option is int and isinstance(value, bool)):
+        if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+            (inner, *_) = [*typing.get_args(option), Any]
+            sequence = kind is not str and inner is not Any  # Sequence[int], never str
+            items = list(typing.cast("Iterable[Any]", value)) if sequence else []
+            for i, item in enumerate(items):
+                wrong = _mistyped(item, inner, f"{name}[{i}]")
+                if wrong is not None:
+                    return wrong
             return None
     said = " or ".join("null" if o is type(None) else o.__name__ for o in options)
     try:
