@@ -22,12 +22,14 @@ from leasecheck.stateful.verdict import coverage
 KEY = "leasecheck_coverage"
 OPENING = "leasecheck_opening"
 """How many of the opening's stories (`stateful.opening`) an item played."""
+_NOT_CHECKED = "::test_leasecheck_what_is_not_checked["
 SEARCHED = "leasecheck_searched"
 """The small scopes an item searched whole (`stateful.exhaustive.layer.Searched`)."""
 
 
-def summarise(reporter: Any) -> None:
-    """Print what the run's property items exercised, if any ran."""
+def summarise(reporter: Any, excused: frozenset[str] = frozenset()) -> None:
+    """Print what the run's property items exercised, if any ran; a property excused or
+    ruled out by the queue's declarations is said so, never said to hold."""
     runs = [
         dict(value)
         for report in reporter.stats.get("passed", []) + reporter.stats.get("failed", [])
@@ -64,8 +66,24 @@ def summarise(reporter: Any) -> None:
     ]
     for line in layer.said(searched):
         reporter.write_line(f"  {line}")
-    for line in coverage.summary(total, holds=not cut):
+    unjudged = {p: "excused (--leasecheck-excuse), not judged" for p in excused}
+    unjudged |= {p: f"not checked ({why})" for p, why in not_checked(reporter).items()}
+    for line in coverage.summary(total, holds=not cut, unjudged=unjudged):
         reporter.write_line(f"  {line}")
+
+
+def not_checked(reporter: Any) -> dict[str, str]:
+    """Return each property the queue's declarations rule out, with the reason its item
+    was skipped with (`suite.test_leasecheck_what_is_not_checked`)."""
+    gaps = {}
+    for report in reporter.stats.get("skipped", []):
+        if _NOT_CHECKED not in report.nodeid:
+            continue
+        prop = report.nodeid.split(_NOT_CHECKED, 1)[1].rstrip("]")
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+        gaps[prop] = str(reason).removeprefix("Skipped: ").removeprefix(f"{prop}: ")
+    return gaps
 
 
 def skipped(reporter: Any) -> list[str]:
@@ -93,7 +111,9 @@ def say_skipped(reporter: Any) -> None:
         reporter.write_line(f"  {reason}")
 
 
-def hook(terminalreporter: Any, config: pytest.Config) -> None:
+def hook(
+    terminalreporter: Any, config: pytest.Config, excused: frozenset[str] = frozenset()
+) -> None:
     """The body of `pytest_terminal_summary` for the plugin."""
-    summarise(terminalreporter)
+    summarise(terminalreporter, excused)
     say_skipped(terminalreporter)

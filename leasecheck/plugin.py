@@ -503,6 +503,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Say what the property run exercised, per property (nothing if it did not run), and
     write the run's report where asked (`leasecheck.runreport`)."""
-    exercised.hook(terminalreporter, config)
+    out = excused(config)
+    exercised.hook(terminalreporter, config, out)
     named = queue_spec(config)
-    runreport.hook(terminalreporter, config, named[0] if named else "", excused(config))
+    runreport.hook(terminalreporter, config, named[0] if named else "", out)

@@ -26,7 +26,6 @@ from leasecheck.stateful.verdict import coverage
 
 FORMAT = 1
 _SAVED = re.compile(r"^leasecheck: saved (.+?\.json) ", re.MULTILINE)
-_NOT_CHECKED = "::test_leasecheck_what_is_not_checked["
 
 
 def build(reporter: Any, queue: str, excused: Iterable[str]) -> dict[str, Any] | None:
@@ -39,7 +38,7 @@ def build(reporter: Any, queue: str, excused: Iterable[str]) -> dict[str, Any] |
     failures = [_failure(r) for r in reporter.stats.get("failed", []) if _info(r) is not None]
     contract = any(f["kind"] == "contract" for f in failures)
     violated = {p for f in failures if f["kind"] == "violation" for p in f["properties"]}
-    gaps = _not_checked(reporter.stats.get("skipped", []))
+    gaps = exercised.not_checked(reporter)
     judged = coverage.per_property(counts)
     props: dict[str, dict[str, Any]] = {}
     for prop in P.ALL:
@@ -97,19 +96,6 @@ def _failure(report: Any) -> dict[str, Any]:
         "story": story,
         "files": files,
     }
-
-
-def _not_checked(skipped: list[Any]) -> dict[str, str]:
-    """Return each property the queue's declarations rule out, with the reason given."""
-    gaps = {}
-    for report in skipped:
-        if _NOT_CHECKED not in report.nodeid:
-            continue
-        prop = report.nodeid.split(_NOT_CHECKED, 1)[1].rstrip("]")
-        longrepr = report.longrepr
-        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
-        gaps[prop] = str(reason).removeprefix("Skipped: ")
-    return gaps
 
 
 def _verdict(

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from tests import child
 
@@ -30,43 +31,51 @@ COUNTEREXAMPLE = "regressions/myqueue-buggy-single-completion-cefe2a4e.json"
 pytestmark = pytest.mark.slow
 
 
+def _once(tmp_path_factory: pytest.TempPathFactory, name: str) -> tuple[Path, FileLock]:
+    """Return where `name` is built once per run, and the lock to build it under: under
+    xdist the session's directory that every worker shares (pytest-xdist's recipe), so
+    the wheel and its venv are built by the first worker that needs them."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return root / name, FileLock(str(root / f"{name}.lock"))
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Return leasecheck's wheel, built from a copy of this checkout.
+    """Return leasecheck's wheel, built once per run from a copy of this checkout.
 
-    A copy, because setuptools builds in the source tree and two xdist workers may
-    build at once.
+    A copy, because setuptools builds in the source tree.
     """
-    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
-    skip = shutil.ignore_patterns(
-        ".git", ".venv", "build", "*.egg-info", ".leasecheck", "__pycache__"
-    )
-    shutil.copytree(REPO, source, ignore=skip, symlinks=True, dirs_exist_ok=True)
-    pip = [
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "--quiet",
-        "--no-deps",
-        "-w",
-        str(out),
-        str(source),
-    ]
-    built = subprocess.run(pip, capture_output=True, text=True, check=False)
-    assert built.returncode == 0, built.stdout + built.stderr
+    out, lock = _once(tmp_path_factory, "adoption-wheel")
+    with lock:
+        if not list(out.glob("leasecheck-*.whl")):
+            source = tmp_path_factory.mktemp("source")
+            skip = shutil.ignore_patterns(
+                ".git", ".venv", "build", "*.egg-info", ".leasecheck", "__pycache__"
+            )
+            shutil.copytree(REPO, source, ignore=skip, symlinks=True, dirs_exist_ok=True)
+            pip = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps"]
+            built = subprocess.run(
+                [*pip, "-w", str(out), str(source)], capture_output=True, text=True, check=False
+            )
+            assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = out.glob("leasecheck-*.whl")
     return wheel
 
 
 @pytest.fixture(scope="module")
 def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Return the bin directory of a fresh virtual environment with only the wheel installed."""
-    where = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
-    pip = [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)]
-    installed = subprocess.run(pip, capture_output=True, text=True, check=False)
-    assert installed.returncode == 0, installed.stdout + installed.stderr
+    """Return the bin directory of a fresh virtual environment with only the wheel
+    installed, made once per run (the tests only run its commands)."""
+    where, lock = _once(tmp_path_factory, "adoption-venv")
+    with lock:
+        if not (where / "installed").exists():
+            shutil.rmtree(where, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+            pip = [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)]
+            installed = subprocess.run(pip, capture_output=True, text=True, check=False)
+            assert installed.returncode == 0, installed.stdout + installed.stderr
+            (where / "installed").touch()
     return where / "bin"
 
 
@@ -172,10 +181,12 @@ def test_no_queue_named_is_a_usage_error(venv: Path, project: Path, scratch: Pat
 
 def test_the_command_gives_the_same_verdicts(venv: Path, project: Path, scratch: Path) -> None:
     """`leasecheck check` passes the correct queue and fails the buggy one. The correct
-    queue's run takes the search alone: the same run with its opening is the xdist test's."""
+    queue's run is a quarter of the search's shards, without the opening: the whole run,
+    opening and all, is the xdist test's."""
     good = _run(
         venv, project, scratch,
         "leasecheck", "check", "myqueue.queue:Queue", "-n", "2", "--leasecheck-opening=off",
+        "--leasecheck-shard=1/4",
     )  # fmt: skip
     assert good.returncode == 0, good.output
     bad = _run(venv, project, scratch, "leasecheck", "check", "myqueue.buggy:Queue", "-n", "2")

@@ -72,3 +72,14 @@ def test_what_is_not_checked_is_said_once_under_rs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.output
     assert "leasecheck: not checked" not in done.output, done.output
     assert done.output.count("fencing: excused (--leasecheck-excuse)") == 1, done.output
+
+
+def test_a_property_not_judged_says_why_and_never_holds() -> None:
+    """Excused, or ruled out by a declaration: said so, with what its situations met."""
+    unjudged = {P.RETRY_CAP: "not checked (the queue declares max_attempts = None)"}
+    lines = coverage.summary({"claim at the attempt cap": 2}, [P.RETRY_CAP], unjudged=unjudged)
+    assert lines[0] == (
+        "retry-cap: not checked (the queue declares max_attempts = None); "
+        "its situations met 2 times"
+    )
+    assert "holds" not in "\n".join(lines)

@@ -115,20 +115,27 @@ def situations_of(prop: str) -> tuple[str, ...]:
 
 
 def summary(
-    counts: Mapping[str, int], judged: Iterable[str] = P.ALL, *, holds: bool = True
+    counts: Mapping[str, int],
+    judged: Iterable[str] = P.ALL,
+    *,
+    holds: bool = True,
+    unjudged: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Return, per property, how often it was exercised, then each of its situations.
 
     A property's count adds up its situations, so a sum can stand over one that never
     happened ("fencing: exercised 140 times" with no stale heartbeat ever sent): every
     situation is listed with its own count, and those at zero are named again. Without
-    `holds` (a run the queue's contract error cut short) no property is said to hold.
+    `holds` (a run the queue's contract error cut short) no property is said to hold; a
+    property in `unjudged` (excused, or ruled out by a declaration) says why instead.
     """
     exercised = per_property(counts)
     lines = []
     for prop in judged:
         n = exercised.get(prop, 0)
         said = f"exercised {n} times" if n else "holds, not exercised" if holds else "not exercised"
+        if unjudged and prop in unjudged:
+            said = f"{unjudged[prop]}; its situations met {n} times"
         lines.append(f"{prop}: {said}")
         own = situations_of(prop)
         met = [f"{s} {counts[s]}" for s in own if counts.get(s, 0)]
