@@ -38,7 +38,7 @@ from leasecheck.stateful.engine.gates import Gate, GatedConnection
 SAFETY_TIMEOUT = 30.0
 SPARES = 2
 """Connections kept open ahead of need, for the workers that crashes and cuts replace."""
-GRACE = 5.0
+GRACE = 2.0
 """Seconds a call past its deadline gets, once its statement was cancelled, to return
 by itself before `CallHung` is raised inside its thread."""
 FIRST_LOOK = 0.0002
