@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import threading
 import time
@@ -291,18 +292,17 @@ class _RunState:
     def _report(self, config: pytest.Config, reporter: Any) -> None:
         """Every PROGRESS_EVERY seconds, one line, until a line has said every shard is done
         (the run's other tests, if any, go on without them)."""
-        capture = config.pluginmanager.get_plugin("capturemanager")
-        uncaptured = getattr(capture, "global_and_fixture_disabled", contextlib.nullcontext)
         while not self.stop.wait(PROGRESS_EVERY):
             with contextlib.suppress(Exception):  # never let a progress line end a run
                 line = self.line(config)
-                # Under -n 0 the shards run in this process, inside pytest's capture: the
-                # line goes to the terminal all the same, as live logging's do.
-                with uncaptured():
-                    writer = getattr(reporter, "_tw", None)
-                    if getattr(writer, "width_of_current_line", 0):
-                        reporter.write("\n")  # after xdist's progress characters
-                    reporter.write_line(line)
+                terminal = _terminal_while_captured(config)
+                if terminal is not None:
+                    os.write(terminal, f"\n{line}\n".encode())
+                    continue
+                writer = getattr(reporter, "_tw", None)
+                if getattr(writer, "width_of_current_line", 0):
+                    reporter.write("\n")  # after xdist's progress characters
+                reporter.write_line(line)
             if len(self.done) >= self.shards:
                 return
 
@@ -348,6 +348,23 @@ class _RunState:
         self.stop.set()
         if self.thread is not None:
             self.thread.join(timeout=5)
+
+
+def _terminal_while_captured(config: pytest.Config) -> int | None:
+    """Return the terminal's file descriptor while pytest captures this process's output
+    (under -n 0 the shards run here, inside a test), else None.
+
+    The line is written to the descriptor pytest's fd capture saved, not by suspending
+    the capture: this thread toggling it could race the test's own thread and leave
+    pytest's report captured. Read from pytest's capture manager (not public API); where
+    it is not there, the line goes through the terminal reporter as before.
+    """
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    running = getattr(capture, "_global_capturing", None)
+    if running is None or not running.is_started():
+        return None
+    saved = getattr(getattr(running, "out", None), "targetfd_save", None)
+    return saved if isinstance(saved, int) else None
 
 
 _run_key = pytest.StashKey[_RunState]()

@@ -164,7 +164,10 @@ def _escape(text: str, prop: bool) -> str:
 
 
 def hook(reporter: Any, config: Any, queue: str, excused: Iterable[str]) -> None:
-    """Write the report where asked, and the job summary under GitHub Actions."""
+    """Write the report where asked, and the job summary under GitHub Actions: only in
+    the process that prints (an xdist worker knows only its own items)."""
+    if hasattr(config, "workerinput"):
+        return
     target = config.getoption("--leasecheck-report")
     github = os.environ.get("GITHUB_ACTIONS") == "true"
     if not target and not github:

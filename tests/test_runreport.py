@@ -24,7 +24,7 @@ def _run(tmp_path: Path, dsn: str, *extra: str, **env: str) -> child.Finished:
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
         "--pyargs", "leasecheck.suite", f"--leasecheck-queue={mutants.ALL['naive']}",
         "--leasecheck-profile=dev", f"--leasecheck-pg-dsn={dsn}", "-k", "properties",
-        "-n", "0", f"--leasecheck-dir={tmp_path / 'failures'}", *extra,
+        f"--leasecheck-dir={tmp_path / 'failures'}", *extra,
     ]  # fmt: skip
     return child.run(argv, tmp_path / "tmp", cwd=tmp_path, timeout=300, **env)
 
@@ -33,10 +33,12 @@ def test_a_failing_run_reports_its_verdicts_summary_and_annotations(
     tmp_path: Path, leasecheck_server_dsn: str
 ) -> None:
     """The naive queue breaks single-completion in the opening: the report says so, with
-    the story and the files it saved; the other properties hold or are not exercised."""
+    the story and the files it saved; the other properties hold or are not exercised.
+    Under xdist, written once, by the process that prints, from every worker's items."""
     summary = tmp_path / "summary.md"
     done = _run(
-        tmp_path, leasecheck_server_dsn, "--leasecheck-report", str(tmp_path / "out/run.json"),
+        tmp_path, leasecheck_server_dsn, "-n", "2",
+        "--leasecheck-report", str(tmp_path / "out/run.json"),
         GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary),
     )  # fmt: skip
     assert done.returncode == 1, done.output
@@ -59,15 +61,16 @@ def test_a_failing_run_reports_its_verdicts_summary_and_annotations(
     assert data["properties"]["fencing"]["exercised"] == sum(situations.values())
     assert not (tmp_path / "out/run.json.partial").exists()
     said = summary.read_text()
-    assert said.startswith("## ❌ leasecheck: ") and "| single-completion | violated |" in said
+    assert said.startswith("## ❌ leasecheck: ") and said.count("## ") == 1, said
+    assert "| single-completion | violated |" in said
     assert "completed 2 times" in said
-    assert "::error title=leasecheck%3A single-completion::" in done.output
+    assert done.output.count("::error title=leasecheck%3A single-completion::") == 1
     assert f"leasecheck: report written to {tmp_path / 'out/run.json'}" in done.output
 
 
 def test_without_asking_nothing_is_written(tmp_path: Path, leasecheck_server_dsn: str) -> None:
     """Outside GitHub Actions and without the option, the run writes no report."""
-    done = _run(tmp_path, leasecheck_server_dsn)
+    done = _run(tmp_path, leasecheck_server_dsn, "-n", "0")
     assert done.returncode == 1, done.output
     assert "::error" not in done.output and "report written" not in done.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["failures", "tmp"]
