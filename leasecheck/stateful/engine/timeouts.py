@@ -215,11 +215,12 @@ class LockTimeouts:
 
 def _held_by(rivals: list[Worker]) -> str:
     """Return the open transactions a timed-out call may have waited on, in words: `, while
-    w1's transaction (open since t=3s, holding w1:job1#2) was open`; empty for none."""
+    w1's transaction (open since t=3s; w1 holds w1:job1#2) was open`; empty for none. What
+    a worker holds are its claims, which need not be what its transaction locked."""
     said = []
     for o in rivals:
         held = ", ".join(h.label for h in o.held)
-        holding = f", holding {held}" if held else ""
+        holding = f"; {o.name} holds {held}" if held else ""
         said.append(f"{o.name}'s transaction (open since t={seconds(o.began)}{holding})")
     if not said:
         return ""
