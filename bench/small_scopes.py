@@ -1,6 +1,7 @@
 """Benchmark (not a test): what each small scope of the opening costs, and what it kills.
 
     python -m bench.small_scopes [--queue SPEC ...] [--mutant NAME ...] [--corpus NAME ...]
+        [--scope N ...] [--whole]
 
 Searches every scope of `stateful.exhaustive.layer.SCOPES` within its budget (with
 `--whole`, past it) on each queue named (default: the reference), and prints per scope
@@ -11,12 +12,16 @@ was cut, or the property its shortest counterexample breaks.
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
 import mutants
 from bench import corpus
 from bench._db import reference_database
+from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.stateful import contract
+from leasecheck.stateful.contract import Queue
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.exhaustive.layer import SCOPES
@@ -32,24 +37,37 @@ def main() -> None:
     parser.add_argument(
         "--whole", action="store_true", help="search each scope whole, past its budget"
     )
+    parser.add_argument(
+        "--scope", action="append", type=int, default=[], help="only scope N (from 1); repeat"
+    )
     args = parser.parse_args()
-    specs = [
-        *args.queue,
-        *(mutants.ALL[m] for m in args.mutant),
-        *(str(corpus.ALL[c].spec) for c in args.corpus),
-    ] or ["leasecheck.reference.queue:ReferenceQueue"]
-    for spec in specs:
-        with reference_database(args.pg_dsn, spec) as dsn:
-            _search(spec, dsn, args.whole)
+    with tempfile.TemporaryDirectory() as workdir:
+        queues = [
+            *(contract.load(q) for q in args.queue),
+            *(contract.load(mutants.ALL[m]) for m in args.mutant),
+            *(_corpus(corpus.ALL[c], Path(workdir)) for c in args.corpus),
+        ] or [contract.load("leasecheck.reference.queue:ReferenceQueue")]
+        for queue in queues:
+            with reference_database(args.pg_dsn, queue) as dsn:
+                _search(queue, dsn, args.whole, args.scope)
 
 
-def _search(spec: str, dsn: str, whole: bool) -> None:
-    """Search every scope on the queue `spec`, whose schema `dsn`'s database holds."""
+def _corpus(entry: corpus.Entry, workdir: Path) -> Queue:
+    """Return the corpus queue `entry` names: its class, or its `.sql` file loaded."""
+    if entry.spec is not None:
+        return contract.load(entry.spec)
+    (sql,) = entry.target(workdir)[1:]
+    return SqlFileQueue(sql)
+
+
+def _search(queue: Queue, dsn: str, whole: bool, only: list[int]) -> None:
+    """Search every scope on `queue`, whose schema `dsn`'s database holds."""
     pool = actors.Pool(dsn)
     try:
-        queue = contract.load(spec)
         harness = Harness(queue=queue, pool=pool)
         for i, (scope, budget) in enumerate(SCOPES):
+            if only and i + 1 not in only:
+                continue
             started = time.monotonic()
             done = explore(harness, scope, None, schedules=None if whole else budget)
             verdict = (

@@ -55,7 +55,7 @@ def summarise(reporter: Any, excused: frozenset[str] = frozenset()) -> None:
         if name == OPENING and getattr(report, "when", "") == "call"
     )
     if played:
-        stories = f"{played} fixed stories of 2 workers and 1 job"
+        stories = f"{played} fixed stor{'y' if played == 1 else 'ies'} of 2 workers and 1 job"
         reporter.write_line(f"  the opening: {stories}, played before the search")
     searched = [
         s

@@ -64,10 +64,11 @@ def declare_options(add: Callable[..., object]) -> None:
         "--leasecheck-opening",
         default=os.environ.get("LEASECHECK_OPENING", "on"),
         choices=["on", "off"],
-        help="play the opening's fixed stories before the search (two workers, one job: "
-        "each takeover of a sleeper's job, a worker reclaiming its own expired job, a "
-        "report paused in flight, leases run out to the retry cap), each shard its "
-        "share; off runs the search alone (default: $LEASECHECK_OPENING, else on)",
+        help="before the search, play the opening's fixed stories (each takeover of a "
+        "sleeper's job, a worker reclaiming its own expired job, a report paused in "
+        "flight, leases run out to the retry cap) and search the small scopes whole (a "
+        "few workers, jobs and moves: every program of each), each shard its share; off "
+        "runs the search alone (default: $LEASECHECK_OPENING, else on)",
     )
     add(
         "--leasecheck-shrink",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from leasecheck.reference.queue import ReferenceQueue
@@ -56,3 +58,31 @@ def test_a_budget_spent_says_how_deep_it_went(
     assert not searched.complete and searched.depth < SCOPE.moves
     (line,) = layer.said([searched.as_dict()])
     assert line.startswith(f"searched whole only to {searched.depth} of 3 moves (budget spent)")
+
+
+class DeletesOnReset(ReferenceQueue):
+    """The reference emptied by a plain DELETE: its sequences run on across programs."""
+
+    name = "deletes-on-reset"
+
+    def reset(self, conn: Any) -> None:
+        conn.execute("delete from receipts; delete from jobs")
+
+
+@pytest.mark.parametrize("queue", [DeletesOnReset(), ReferenceQueue()], ids=lambda q: q.name)
+def test_a_reset_that_leaves_ids_running_on_is_named_when_it_cuts_a_scope(
+    reference_pool: actors.Pool, monkeypatch: pytest.MonkeyPatch, queue: ReferenceQueue
+) -> None:
+    """A queue whose reset leaves its sequences running on gets other ids on every run of
+    one program, so no two of its states merge and its budget runs out early: the line
+    that says how deep the scope went says why, and how to reset instead."""
+    monkeypatch.setattr(layer, "SCOPES", ((TINY, 2),))
+    harness = Harness(queue=queue, pool=reference_pool)
+    (searched,) = layer.play(harness)
+    assert not searched.complete
+    (line,) = layer.said([searched.as_dict()])
+    if queue.name == "deletes-on-reset":
+        assert "its reset leaves public.jobs_id_seq running on" in line, line
+        assert "RESTART IDENTITY" in line
+    else:
+        assert "running on" not in line, line

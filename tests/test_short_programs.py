@@ -20,6 +20,7 @@ from bench.corpus.short_programs.witnesses import WITNESSES
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.exhaustive import layer
 from leasecheck.stateful.exhaustive.moves import enabled
 from leasecheck.stateful.exhaustive.scope import Scope
@@ -120,6 +121,40 @@ def test_the_witness_is_a_program_of_a_small_scope(leasecheck_harness: Harness, 
     with pytest.raises(PropertyViolated) as error:
         _play_offered(Driver(leasecheck_harness), scope, steps, len(start))
     assert error.value.violation.prop in props, error.value.violation
+
+
+OWN_RECLAIM = [
+    Step("start", {"workers": 1}),
+    Step("claim", {"how": Take(worker=0, held=False)}),
+    Step("asleep", {"how": Stall(worker=0, alone=True, then="nothing")}),
+    Step("claim", {"how": Take(worker=0, held=False)}),  # its loop claims its own job again
+    Step("heartbeat", {"pick": 0}),  # the stale claim's renewal
+]
+"""One worker sleeps past its lease and claims its own job again; the stale claim's
+heartbeat renews. The opening's sixth scope holds it (one worker, a lone stall: with no
+other worker no rival claims, so the explorer offers only the lone stall)."""
+
+
+@pytest.mark.parametrize(
+    ("leasecheck_queue", "bug"),
+    [_on("locked-jobs-heartbeat-by-worker", "fenced on the name"), _on("locked-jobs", "clean")],
+    indirect=["leasecheck_queue"],
+)
+def test_a_heartbeat_fenced_on_the_name_dies_in_the_small_scopes(
+    leasecheck_harness: Harness, bug: str
+) -> None:
+    """The corpus's heartbeat fenced on the worker's name, which `ci`'s search met in one
+    shard of eight: every move of the program is one the sixth scope offers, and fencing
+    breaks there; the clean queue keeps every property over the same moves."""
+    scope, _ = layer.SCOPES[5]
+    leasecheck_harness.reset()
+    d = Driver(leasecheck_harness)
+    if bug == "clean":
+        _play_offered(d, scope, OWN_RECLAIM, 1)
+        return
+    with pytest.raises(PropertyViolated) as error:
+        _play_offered(d, scope, OWN_RECLAIM, 1)
+    assert error.value.violation.prop == "fencing", error.value.violation
 
 
 def _play_offered(d: Driver, scope: Scope, steps: list[Step], begun: int) -> None:

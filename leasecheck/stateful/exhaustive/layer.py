@@ -54,9 +54,13 @@ SCOPES: tuple[tuple[Scope, int], ...] = (
     # Two workers, two jobs, in batches: a batch claimed, its worker asleep, its batch
     # completion mixing stale and fresh claims.
     (_scope(2, 2, 2, 0, "claim_batch asleep complete_batch"), 300),
+    # One worker and its own expired job: it sleeps past its lease, its loop claims the
+    # job again, and the stale claim's heartbeat (or the new one's) is judged: a fence on
+    # the worker's name, not the attempt, lets the stale one renew.
+    (_scope(1, 1, 4, 0, "claim asleep heartbeat"), 1000),
 )
 """Each scope and its budget in schedules under `dev` and `ci` (`deep` gives each ten
-times as many): the reference searches each whole within it (3,161 schedules in all).
+times as many): the reference searches each whole within it (4,061 schedules in all).
 A queue whose random ids keep every state apart may spend a budget first, and is told
 how deep each scope went."""
 
@@ -71,6 +75,8 @@ class Searched:
     complete: bool
     schedules: int
     states: int
+    hint: str = ""
+    """Why it was cut short early, when the queue's reset is the cause (`Outcome.hint`)."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -96,6 +102,7 @@ def play(harness: Harness, index: int = 0, count: int = 1) -> list[Searched]:
                 complete=done.complete,
                 schedules=done.schedules,
                 states=done.states,
+                hint=done.hint(),
             )
         )
     harness.opening = None
@@ -112,5 +119,8 @@ def said(searched: list[dict[str, object]]) -> list[str]:
         elif s["complete"]:
             lines.append(f"no violation in: {scope}")
         else:
-            lines.append(f"searched whole only to {depth} of {moves} moves (budget spent): {scope}")
+            lines.append(
+                f"searched whole only to {depth} of {moves} moves (budget spent): {scope}"
+                f"{s.get('hint', '')}"
+            )
     return lines

@@ -6,7 +6,9 @@ among them, as it reaches in one move what takes the others four.
 
 A `long` stall is offered only when its worker sleeps alone: what a long sleep adds is
 the waking worker's late call on a lease nobody took, which no rival's claim precedes
-(with a rival, the scope meets the takeover in the short stall).
+(with a rival, the scope meets the takeover in the short stall). With one worker there
+is no rival to claim while it sleeps, so a stall that does not sleep alone would play
+the lone one again (`Driver.asleep`): only the lone one is offered.
 
 Workers are equal up to their names, so of the workers that have done nothing yet
 (no call, no fault, nothing held) only the first is offered a move: what the others
@@ -65,7 +67,9 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
         out.extend(Step(rule, {"pick": i}) for i in range(len(core.pairs(call))))
     if d.can_stall():
         stallers = [w for w in core.workers if not w.paused and w.granted]
-        rivals = RIVALS if held_claims else RIVALS[:1]
+        rivals: tuple[str, ...] = RIVALS if held_claims else RIVALS[:1]
+        if len(core.workers) == 1:
+            rivals = ()  # no rival claims while it sleeps (see the module's docstring)
         wake_ups = _wake_ups(d)
         for i in range(len(stallers)):
             hows = [Stall(worker=i, alone=False, then=t, rival=r) for t in wake_ups for r in rivals]

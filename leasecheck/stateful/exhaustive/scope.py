@@ -64,6 +64,20 @@ class Outcome:
     """The program length searched whole."""
     violation: PropertyViolated | None = None
     counterexample: list[Step] = field(default_factory=list)
+    running_on: tuple[str, ...] = ()
+    """The sequences the queue's reset left running on (see `hint`)."""
+
+    def hint(self) -> str:
+        """Return why a search was cut short early, when the queue's reset is the cause:
+        it leaves a sequence running on, so every program's ids differ from the last
+        run's and no two states merge."""
+        if self.complete or not self.running_on:
+            return ""
+        return (
+            f"; its reset leaves {', '.join(self.running_on)} running on, so ids differ on "
+            "every run and no two states merge: reset with TRUNCATE ... RESTART IDENTITY "
+            "(or leasecheck.tables.empty)"
+        )
 
     def said(self, scope: Scope) -> str:
         """Return the closing line."""
@@ -74,6 +88,6 @@ class Outcome:
             return (
                 f"budget ran out: programs of up to {self.depth} moves searched whole, not "
                 f"{scope.moves} ({scope.where()}; {counts}); no violation found so far, which "
-                "proves nothing about the rest"
+                f"proves nothing about the rest{self.hint()}"
             )
         return f"no violation in scope ({scope.where()}): {counts}"

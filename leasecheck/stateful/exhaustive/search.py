@@ -59,10 +59,13 @@ def explore(
     start = scope.start()
     tables = Tables(harness.pool.monitor, ignored)
     harness.reset()
+    before = tables.sequences(harness.pool.monitor)
     try:
         state, offered = _run(harness, start, scope, tables, judge_end=True)
     except PropertyViolated as error:
         return _found(done, error, start, started)
+    after = tables.sequences(harness.pool.monitor)  # the program's end reset the queue
+    done.running_on = tuple(name for name, value in after.items() if before.get(name) != value)
     seen.add(state)
     index, count = part
     frontier = [(start, offered[index::count])]

@@ -64,6 +64,10 @@ class Tables:
         )
         self.empty = not tables
 
+    def sequences(self, conn: Connection[Any]) -> dict[str, int | None]:
+        """Return where each sequence stands (None: not used since it was restarted)."""
+        return {str(name): value for name, value in conn.execute(QUERIES["sequences"].text)}
+
     def digest(self, conn: Connection[Any]) -> tuple[str, ...]:
         """Return one digest per table, in a fixed order."""
         if self.empty:

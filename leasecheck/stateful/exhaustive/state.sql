@@ -17,3 +17,11 @@ select n.nspname, c.relname
 select md5(coalesce(string_agg((to_jsonb(r) - {ignored}::text[])::text, E'\n'
                                order by r.ctid), ''))
   from {table} as r
+
+-- name: sequences
+-- Where each sequence stands: a queue whose reset leaves one running on hands the same
+-- program other ids on every run, so no two of its states merge.
+select schemaname || '.' || sequencename, last_value
+  from pg_sequences
+ where schemaname not in ('pg_catalog', 'information_schema')
+ order by 1

@@ -59,7 +59,7 @@ class Queue:
         conn.execute(SCHEMA)
 
     def reset(self, conn: Connection[Any]) -> None:
-        conn.execute("delete from mq_tasks")
+        conn.execute("truncate mq_tasks restart identity")
 
     def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> int:
         row = conn.execute(
