@@ -1,7 +1,7 @@
 """Benchmark (not a test): what each small scope of the opening costs, and what it kills.
 
     python -m bench.small_scopes [--queue SPEC ...] [--mutant NAME ...] [--corpus NAME ...]
-        [--scope N ...] [--whole]
+        [--all] [--scope N ...] [--whole] [--until-killed]
 
 Searches every scope of `stateful.exhaustive.layer.SCOPES` within its budget (with
 `--whole`, past it) on each queue named (default: the reference), and prints per scope
@@ -38,9 +38,16 @@ def main() -> None:
         "--whole", action="store_true", help="search each scope whole, past its budget"
     )
     parser.add_argument(
+        "--until-killed", action="store_true", help="stop a queue's scopes at its first kill"
+    )
+    parser.add_argument("--all", action="store_true", help="every mutant and every corpus variant")
+    parser.add_argument(
         "--scope", action="append", type=int, default=[], help="only scope N (from 1); repeat"
     )
     args = parser.parse_args()
+    if args.all:
+        args.mutant += sorted(mutants.ALL)
+        args.corpus += sorted(corpus.VARIANTS)
     with tempfile.TemporaryDirectory() as workdir:
         queues = [
             *(contract.load(q) for q in args.queue),
@@ -49,7 +56,7 @@ def main() -> None:
         ] or [contract.load("leasecheck.reference.queue:ReferenceQueue")]
         for queue in queues:
             with reference_database(args.pg_dsn, queue) as dsn:
-                _search(queue, dsn, args.whole, args.scope)
+                _search(queue, dsn, args.whole, args.scope, args.until_killed)
 
 
 def _corpus(entry: corpus.Entry, workdir: Path) -> Queue:
@@ -60,7 +67,7 @@ def _corpus(entry: corpus.Entry, workdir: Path) -> Queue:
     return SqlFileQueue(sql)
 
 
-def _search(queue: Queue, dsn: str, whole: bool, only: list[int]) -> None:
+def _search(queue: Queue, dsn: str, whole: bool, only: list[int], until_killed: bool) -> None:
     """Search every scope on `queue`, whose schema `dsn`'s database holds."""
     pool = actors.Pool(dsn)
     try:
@@ -83,6 +90,8 @@ def _search(queue: Queue, dsn: str, whole: bool, only: list[int]) -> None:
                 f"{time.monotonic() - started:6.1f} s, {verdict}",
                 flush=True,
             )
+            if until_killed and done.violation is not None:
+                break
     finally:
         pool.close()
 

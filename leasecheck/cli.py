@@ -58,6 +58,20 @@ _ALIASES = {"--leasecheck-pg-dsn": ("--pg-dsn",), "--leasecheck-profile": ("--pr
 _OWN = {"--leasecheck-queue", "--leasecheck-pg-dsn", "--leasecheck-regressions"}
 """Options `check` passes on itself (the queue, the DSN through the environment, the
 regressions directory resolved against the project's configuration)."""
+EXIT_CODES = {
+    0: "every property holds (check, replay, judge), the scope holds (explore), or done (campaign)",
+    1: "a property breaks or the queue broke the contract (check, replay), a property breaks "
+    "on the saved facts (judge), a counterexample (explore), or a job failed (campaign report)",
+    2: "the command cannot go on (a usage error, a queue that does not load, unusable "
+    "input), said in one line",
+    3: "explore: the time budget ran out before the scope was searched whole (check: "
+    "pytest's internal error)",
+    5: "check: pytest collected no test (e.g. `-- -k` matched none)",
+    130: "check: stopped by SIGINT; the run, its server and its files are removed first",
+    143: "check: stopped by SIGTERM; the run, its server and its files are removed first",
+}
+"""What the exit codes of every subcommand mean, in one place: the help texts and
+docstrings say them command by command, and docs/reference.md is generated from this."""
 
 
 class _Usage(Exception):
@@ -412,12 +426,14 @@ def _replay(args: argparse.Namespace) -> int:
     print(f"leasecheck: replaying {args.file} ({len(saved.steps)} steps) against {queue.name!r}")
     if saved.violation:
         print(f"leasecheck: it was recorded on {saved.queue!r}: {saved.violation.splitlines()[0]}")
+    if saved.excused:
+        print(f"leasecheck: judged as it was recorded, excusing {', '.join(sorted(saved.excused))}")
     else:
         print("leasecheck: it records no violation (a program written by hand?)")
     try:
         with janitor.temporary(server.dsn, "replay") as dsn:
             clock.prepare(dsn, queue)
-            harness = Harness(queue=queue, pool=actors.Pool(dsn), spec=spec)
+            harness = Harness(queue=queue, pool=actors.Pool(dsn), spec=spec, excused=saved.excused)
             return _run(harness, saved, args.leasecheck_dir)
     finally:
         server.stop()
@@ -446,7 +462,7 @@ def _run(harness: Harness, saved: replay.Saved, out: Path) -> int:
     except PropertyViolated as error:
         print(str(error))
         created = not out.exists()
-        for path in harness.recorder.write(out, harness.queue.name, harness.spec):
+        for path in harness.recorder.write(out, harness.queue.name, harness.spec, harness.excused):
             if path.suffix == ".json":
                 print(f"leasecheck: saved {path} (and .txt, .svg beside it)")
         if created:

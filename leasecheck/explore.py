@@ -107,7 +107,9 @@ def command(args: Any) -> int:
     if done.violation is not None:
         print(str(done.violation))
         print("\n".join(str(s) for s in done.counterexample))
-        written = harness.recorder.write(Path(args.leasecheck_dir), queue.name, args.queue)
+        written = harness.recorder.write(
+            Path(args.leasecheck_dir), queue.name, args.queue, harness.excused
+        )
         for path in (p for p in written if p.suffix == ".json"):
             print(f"leasecheck: saved {path}; replay it with: leasecheck replay {path}")
     print(f"leasecheck explore: {done.said(scope)}")

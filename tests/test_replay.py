@@ -142,3 +142,38 @@ def test_a_refusal_is_judged_when_it_was_answered(pool: actors.Pool, reference_d
     harness.reset()
     done = replay.replay(harness, WAITED_PAST_ITS_LEASE)
     assert done.skipped == [], done.skipped
+
+
+def test_a_failure_found_under_an_excuse_replays_as_it_was_judged(
+    pool: actors.Pool, tmp_path: Path
+) -> None:
+    """The file records the properties its run excused, and a replay excuses them too: it
+    breaks the property the run found, not the first one the run had set aside."""
+    spec = mutants.ALL["naive"]
+    first = _harness(spec, pool)
+    with pytest.raises(PropertyViolated) as error:
+        run_state_machine_as_test(lambda: LeaseMachine(first), settings=FIND)
+    excused = frozenset({error.value.violation.prop})
+    found = Harness(queue=contract.load(spec), pool=pool, spec=spec, excused=excused)
+    found.reset()
+    with pytest.raises(PropertyViolated) as error:
+        run_state_machine_as_test(lambda: LeaseMachine(found), settings=FIND)
+    prop = error.value.violation.prop
+    assert prop not in excused
+    (path,) = [
+        p for p in found.recorder.write(tmp_path, "naive", spec, excused) if p.suffix == ".json"
+    ]
+    saved = replay.load(path)
+    assert saved.excused == excused
+    again = Harness(queue=contract.load(spec), pool=pool, spec=spec, excused=saved.excused)
+    again.reset()
+    with pytest.raises(PropertyViolated) as replayed:
+        replay.replay(again, saved.steps)
+    assert replayed.value.violation.prop == prop
+
+
+def test_an_excuse_that_names_no_property_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "hand.json"
+    path.write_text('{"format": 1, "program": [], "excused": ["fencng"]}')
+    with pytest.raises(ValueError, match=r'"excused" must list property ids .* not .fencng.'):
+        replay.load(path)

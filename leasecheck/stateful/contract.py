@@ -82,14 +82,30 @@ class Queue(Protocol):
     name: str
     max_attempts: int | None
 
-    def install(self, conn: Connection[Any]) -> None: ...
-    def reset(self, conn: Connection[Any]) -> None: ...
-    def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> JobId: ...
-    def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None: ...
-    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool | None: ...
-    def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool: ...
-    def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool: ...
-    def effect_key(self, claim: Claim) -> str: ...
+    def install(self, conn: Connection[Any]) -> None:
+        """Create its schema in an empty database."""
+
+    def reset(self, conn: Connection[Any]) -> None:
+        """Empty it as a fresh install leaves it (`TRUNCATE ... RESTART IDENTITY`)."""
+
+    def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> JobId:
+        """Add one job; return the id the queue made up for it."""
+
+    def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
+        """Take one job for `worker` until the lease runs out, or None when none is ready."""
+
+    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool | None:
+        """Renew the lease: True only if the claim still owns the job and the lease moved."""
+
+    def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
+        """Finish the job and run `effect(conn)` in the transaction that checks ownership."""
+
+    def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
+        """Hand the job back for a retry, or give it up at the cap: True if the claim owned it."""
+
+    def effect_key(self, claim: Claim) -> str:
+        """The idempotency key for effects outside the database: from the job id, never
+        the attempt."""
 
 
 @dataclass(frozen=True)

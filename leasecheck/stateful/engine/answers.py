@@ -5,7 +5,7 @@ return value), the queue `Raised` (its own exception, on a live connection), the
 outcome was `Lost` (the connection died under the call: it may or may not have
 committed), or the harness `Ended` it (cancelled it, cut it, chose it as a deadlock's
 victim). Only the first two are the queue's; the reader below treats them alike for
-every call kind, as the README's contract says: an exception is the queue's answer
+every call kind, as the contract (docs/contract.md) says: an exception is the queue's answer
 "no" (as a worker treats a failed renewal: the lease is gone), quoted in the story;
 an answer of the wrong type is a contract error that names the method and what it
 returned. What the harness caused is never judged.

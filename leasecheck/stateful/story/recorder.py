@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,12 @@ class Recorder:
 
     last: dict[str, Failure] = field(default_factory=dict)
 
-    def write(self, directory: Path, queue: str, spec: str) -> list[Path]:
-        """Write each failure as JSON (program, history, the judge's facts), its story as
-        text (the verdict, then the timeline) and an SVG.
+    def write(
+        self, directory: Path, queue: str, spec: str, excused: Iterable[str] = ()
+    ) -> list[Path]:
+        """Write each failure as JSON (program, history, the judge's facts, the properties
+        the run excused, so a replay judges as the run did), its story as text (the
+        verdict, then the timeline) and an SVG.
 
         Files are named by queue, property and a hash of the program, so runs of two
         queues, or two different failures, never overwrite each other.
@@ -47,6 +51,7 @@ class Recorder:
                 "queue": queue,
                 "queue_spec": spec,
                 "property": prop,
+                "excused": sorted(excused),
                 "violation": str(failure.violation),
                 "violation_refs": failure.violation.refs(),
                 "program": to_json(steps),

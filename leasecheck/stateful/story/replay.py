@@ -22,6 +22,7 @@ from typing import Any
 from leasecheck.stateful import program
 from leasecheck.stateful.machine import REPLAYER, Harness
 from leasecheck.stateful.program import Step
+from leasecheck.stateful.properties import ALL
 
 # Hypothesis marks rule methods with these attributes; each carries `preconditions`.
 _MARKERS = ("hypothesis_stateful_initialize_rule", "hypothesis_stateful_rule")
@@ -36,6 +37,9 @@ class Saved:
     queue_spec: str
     prop: str
     violation: str
+    excused: frozenset[str] = frozenset()
+    """The properties the run that found it excused: a replay judges as it did, or the
+    first property it excused, not the one it found, would fail the replay."""
 
 
 @dataclass
@@ -63,12 +67,19 @@ def load(path: Path) -> Saved:
         )
     steps = program.from_json(data["program"])
     check(steps)
+    excused = data.get("excused", [])
+    unknown = [p for p in excused if p not in ALL] if isinstance(excused, list) else [excused]
+    if unknown:
+        raise ValueError(
+            f'{path}: "excused" must list property ids ({", ".join(ALL)}), not {unknown[0]!r}'
+        )
     return Saved(
         steps=steps,
         queue=str(data.get("queue", "")),
         queue_spec=str(data.get("queue_spec", "")),
         prop=str(data.get("property", "")),
         violation=str(data.get("violation", "")),
+        excused=frozenset(excused),
     )
 
 
