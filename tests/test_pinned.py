@@ -10,8 +10,14 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from leasecheck.adapters import _pinned
-from leasecheck.adapters.pinned import NestedBorrow, PinnedConnection, PinnedPool, PoolClosed
+from leasecheck.adapters import _pinned, pinned_sync
+from leasecheck.adapters.pinned import (
+    NestedBorrow,
+    PinnedConnection,
+    PinnedCursor,
+    PinnedPool,
+    PoolClosed,
+)
 
 T = TypeVar("T")
 
@@ -166,9 +172,60 @@ def test_open_and_close_change_only_the_face(table: psycopg.Connection[Any]) -> 
 
     assert _run(cycle()) is False
     assert not table.closed
+    assert pool.get_stats()["pool_available"] == 1
     assert pool.get_stats()["requests_num"] == 1
     assert pool.pop_stats()["requests_num"] == 1
     assert pool.get_stats()["requests_num"] == 0
+
+
+def test_a_library_catching_psycopg_pools_pool_closed_catches_the_refusal(
+    table: psycopg.Connection[Any],
+) -> None:
+    """The docstring's `PoolClosed` is psycopg_pool's own: a library's `except` sees it."""
+    psycopg_pool = pytest.importorskip(
+        "psycopg_pool", reason="psycopg_pool is not installed: no library catches its class"
+    )
+    pool = PinnedPool(table, name="lib")
+
+    async def library_borrow() -> str:
+        try:
+            async with pool.connection() as conn:
+                await conn.execute("select 1")
+        except psycopg_pool.PoolClosed as refused:  # as a library built on psycopg_pool does
+            return str(refused)
+        return "lent"
+
+    assert _run(library_borrow()) == "lent"
+    _run(pool.close())
+    assert _run(library_borrow()) == "the pool 'lib' is already closed"
+    with pytest.raises(psycopg_pool.PoolClosed):
+        _run(pool.getconn())
+    assert issubclass(PoolClosed, psycopg_pool.PoolClosed)
+
+
+def test_both_pins_raise_one_pool_closed_and_one_nested_borrow() -> None:
+    """One class each, shared with the sync pin: an adapter catches either pin's refusal."""
+    assert PoolClosed is pinned_sync.PoolClosed is _pinned.PoolClosed
+    assert NestedBorrow is pinned_sync.NestedBorrow is _pinned.NestedBorrow
+    assert issubclass(PoolClosed, psycopg.OperationalError)
+
+
+def test_stats_say_whether_the_one_connection_is_lent(table: psycopg.Connection[Any]) -> None:
+    """`pool_available` is 0 while the connection is out, as psycopg_pool would count it."""
+    pool = PinnedPool(table)
+
+    async def during() -> dict[str, int]:
+        async with pool.connection():
+            return pool.get_stats()
+
+    assert _run(during())["pool_available"] == 0
+    assert pool.get_stats() == {
+        "pool_min": 1,
+        "pool_max": 1,
+        "pool_size": 1,
+        "pool_available": 1,
+        "requests_num": 1,
+    }
 
 
 def test_what_a_pinned_connection_cannot_do(table: psycopg.Connection[Any]) -> None:
@@ -237,3 +294,4 @@ def test_the_old_private_name_still_imports() -> None:
     """Adapters written against `_pinned` keep working."""
     assert _pinned.PinnedPool is PinnedPool
     assert _pinned.PinnedConnection is PinnedConnection
+    assert _pinned.PinnedCursor is PinnedCursor

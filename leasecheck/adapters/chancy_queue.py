@@ -101,7 +101,7 @@ from chancy.plugins.recovery import Recovery
 from psycopg import Connection
 from psycopg.rows import dict_row
 
-from leasecheck.adapters._pinned import PinnedPool
+from leasecheck.adapters.pinned import PinnedPool
 from leasecheck.stateful.contract import DONE, FAILED, QUEUED, RUNNING, Claim, Effect, JobId
 from leasecheck.stateful.sqlfile import load
 

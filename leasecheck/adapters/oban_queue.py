@@ -91,7 +91,7 @@ from oban._query import Query
 from oban.job import Job
 from psycopg import Connection
 
-from leasecheck.adapters._pinned import PinnedPool
+from leasecheck.adapters.pinned import PinnedPool
 from leasecheck.stateful.contract import DONE, FAILED, QUEUED, RUNNING, Claim, Effect, JobId
 from leasecheck.stateful.sqlfile import load
 

@@ -27,8 +27,8 @@ The API is psycopg_pool's `AsyncConnectionPool` where a library reads it, and st
   `closed`.
 - `open()`, `close()`, `wait()`, `resize()`, `check()`, `drain()`, `get_stats()`,
   `pop_stats()`, `async with pool:`: open and close change only `closed` (a closed
-  pool refuses to lend, with `PoolClosed`); the harness's connection is never
-  opened or closed here.
+  pool refuses to lend, with `PoolClosed`, which is psycopg_pool's own when
+  psycopg_pool is installed); the harness's connection is never opened or closed here.
 - `pool.conn` is the `PinnedConnection`, and `pool.last_status` / `pool.last_rowcount`
   the status line and row count of the latest statement run through the pool (a
   library that discards them, as most do, still answered them: an adapter may read
@@ -59,64 +59,30 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import psycopg
-from psycopg import Connection, Copy, Cursor, Pipeline
+from psycopg import Connection, Copy, Pipeline
+
+from leasecheck.adapters._pinbase import (
+    NestedBorrow,
+    PoolClosed,
+    _ConnectionFace,
+    _CursorFace,
+    _PoolFace,
+)
 
 __all__ = ["NestedBorrow", "PinnedConnection", "PinnedCursor", "PinnedPool", "PoolClosed"]
 
 
-class PoolClosed(psycopg.OperationalError):
-    """The pool was closed (`close()`) and lends no connection; psycopg_pool's error too."""
-
-
-class NestedBorrow(psycopg.OperationalError):
-    """A connection was borrowed while the pool's one was lent (`nested="refuse"`)."""
-
-
-class _Last:
-    """The status line and row count of the latest statement run through one pool."""
-
-    def __init__(self) -> None:
-        self.status: str | None = None
-        self.rowcount = -1
-
-    def saw(self, cursor: Cursor[Any]) -> None:
-        self.status = cursor.statusmessage
-        self.rowcount = cursor.rowcount
-
-
-class PinnedCursor:
+class PinnedCursor(_CursorFace):
     """An async face on one sync cursor of the harness's connection."""
-
-    def __init__(self, cursor: Cursor[Any], last: _Last | None = None) -> None:
-        self._cursor = cursor
-        self._last = last or _Last()
-
-    @property
-    def rowcount(self) -> int:
-        return self._cursor.rowcount
-
-    @property
-    def statusmessage(self) -> str | None:
-        return self._cursor.statusmessage
-
-    @property
-    def description(self) -> Any:
-        return self._cursor.description
 
     async def execute(
         self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: Any = None
     ) -> PinnedCursor:
-        self._cursor.execute(query, params, prepare=prepare, binary=binary)
-        self._last.saw(self._cursor)
+        self._execute(query, params, prepare=prepare, binary=binary)
         return self
 
     async def executemany(self, query: Any, params: Iterable[Any], returning: bool = False) -> None:
-        self._cursor.executemany(query, params, returning=returning)
-        self._last.saw(self._cursor)
-
-    def nextset(self) -> bool | None:
-        return self._cursor.nextset()
+        self._executemany(query, params, returning=returning)
 
     async def fetchone(self) -> Any:
         return self._cursor.fetchone()
@@ -196,45 +162,12 @@ class PinnedPipeline:
         self._pipeline.sync()
 
 
-class PinnedConnection:
+class PinnedConnection(_ConnectionFace):
     """An async face on the harness's sync connection."""
-
-    def __init__(self, conn: Connection[Any], last: _Last | None = None) -> None:
-        self._conn = conn
-        self._last = last or _Last()
-
-    @property
-    def sync(self) -> Connection[Any]:
-        """The harness's connection itself."""
-        return self._conn
-
-    @property
-    def autocommit(self) -> bool:
-        return self._conn.autocommit
 
     async def set_autocommit(self, value: bool) -> None:
         """The harness owns the connection's mode: only its current value is accepted."""
-        if value != self._conn.autocommit:
-            raise psycopg.ProgrammingError(
-                f"the harness's connection has autocommit={self._conn.autocommit}; "
-                "a pinned connection cannot change it"
-            )
-
-    @property
-    def info(self) -> Any:
-        return self._conn.info
-
-    @property
-    def adapters(self) -> Any:
-        return self._conn.adapters
-
-    @property
-    def closed(self) -> bool:
-        return self._conn.closed
-
-    @property
-    def broken(self) -> bool:
-        return self._conn.broken
+        self._keep_autocommit(value)
 
     async def execute(
         self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool = False
@@ -268,12 +201,6 @@ class PinnedConnection:
     async def rollback(self) -> None:
         self._conn.rollback()
 
-    def notifies(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            "a pinned connection cannot LISTEN: notifications need a connection of their "
-            "own, and the harness gives each worker only the one it watches"
-        )
-
     async def __aenter__(self) -> PinnedConnection:
         return self
 
@@ -281,8 +208,10 @@ class PinnedConnection:
         """Leaving does not close the harness's connection."""
 
 
-class PinnedPool:
+class PinnedPool(_PoolFace[PinnedConnection]):
     """psycopg_pool's `AsyncConnectionPool`, lending only the harness's connection."""
+
+    _home = "leasecheck.adapters.pinned"
 
     def __init__(
         self,
@@ -292,37 +221,9 @@ class PinnedPool:
         name: str = "pinned",
         nested: str = "share",
     ) -> None:
-        if nested not in ("share", "refuse"):
-            raise ValueError(f"nested={nested!r}: give 'share' or 'refuse'")
-        self.nested = nested
-        """What a borrow nested inside another gets: the same session, or `NestedBorrow`."""
-        self._out = 0
-        self._last = _Last()
+        super().__init__(name=name, nested=nested)
         self.conn = PinnedConnection(conn, self._last)
-        self.name = name
-        self.kwargs: dict[str, Any] = {"autocommit": conn.autocommit, **(kwargs or {})}
-        self.min_size = self.max_size = 1
-        self.timeout = 30.0
-        self._closed = False
-        self._lent = 0
-
-    @property
-    def conninfo(self) -> str:
-        return self.conn.sync.info.dsn
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def last_status(self) -> str | None:
-        """The status line of the latest statement run through the pool ("UPDATE 1")."""
-        return self._last.status
-
-    @property
-    def last_rowcount(self) -> int:
-        """The row count of the latest statement run through the pool (-1 before any)."""
-        return self._last.rowcount
+        self.kwargs = {"autocommit": conn.autocommit, **(kwargs or {})}
 
     async def open(self, wait: bool = False, timeout: float = 30.0) -> None:
         self._closed = False
@@ -347,35 +248,12 @@ class PinnedPool:
     async def check_connection(conn: PinnedConnection) -> None:
         await conn.execute("select 1")
 
-    def get_stats(self) -> dict[str, int]:
-        return {
-            "pool_min": 1,
-            "pool_max": 1,
-            "pool_size": 1,
-            "pool_available": 1,
-            "requests_num": self._lent,
-        }
-
-    def pop_stats(self) -> dict[str, int]:
-        stats = self.get_stats()
-        self._lent = 0
-        return stats
-
     async def getconn(self, timeout: float | None = None) -> PinnedConnection:
-        if self._closed:
-            raise PoolClosed(f"the pool {self.name!r} is closed")
-        if self._out and self.nested == "refuse":
-            raise NestedBorrow(
-                f"the pool {self.name!r} lends one session, and it is lent: a real pool "
-                "would lend a second connection here (see leasecheck.adapters.pinned)"
-            )
-        self._lent += 1
-        self._out += 1
-        return self.conn
+        return self._lend()
 
     async def putconn(self, conn: PinnedConnection) -> None:
         """Taken back as it is: no commit, no rollback."""
-        self._out = max(0, self._out - 1)
+        self._take_back()
 
     @asynccontextmanager
     async def connection(self, timeout: float | None = None) -> AsyncIterator[PinnedConnection]:
