@@ -144,3 +144,40 @@ def test_undeclared_a_silent_heartbeat_is_a_contract_error(reference_pool: actor
         run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
     assert str(caught.value).startswith("silent-heartbeat: heartbeat() returned None;")
     assert "heartbeat_answers = False" in str(caught.value)
+
+
+class WithoutHeartbeat:
+    """The reference's calls but `heartbeat`, which a queue that declares it has no
+    heartbeats need not define."""
+
+    name = "without-heartbeat"
+    max_attempts = 3
+    heartbeats = False
+
+    def __init__(self) -> None:
+        self.queue = ReferenceQueue()
+        q = self.queue
+        self.install, self.reset, self.enqueue, self.claim = q.install, q.reset, q.enqueue, q.claim
+        self.complete, self.fail, self.effect_key, self.state = (
+            q.complete, q.fail, q.effect_key, q.state,
+        )  # fmt: skip
+
+
+class UndeclaredWithoutHeartbeat(WithoutHeartbeat):
+    heartbeats = True
+
+
+def test_a_queue_without_heartbeats_need_not_define_one(reference_pool: actors.Pool) -> None:
+    """Declared, the member may be left out: the machine never asks for it (a call of a
+    missing method would be an answer, and the run would judge it)."""
+    queue = contract.load("tests.test_capabilities:WithoutHeartbeat")
+    assert not hasattr(queue, "heartbeat")
+    harness = Harness(queue=queue, pool=reference_pool)
+    harness.reset()
+    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=derandomized(40))
+    assert harness.moves["heartbeat"] == 0 and harness.moves["claim"] > 0
+
+
+def test_undeclared_a_missing_heartbeat_is_named() -> None:
+    with pytest.raises(contract.ContractError, match="without the contract's members: heartbeat"):
+        contract.load("tests.test_capabilities:UndeclaredWithoutHeartbeat")

@@ -95,7 +95,8 @@ class Queue(Protocol):
         """Take one job for `worker` until the lease runs out, or None when none is ready."""
 
     def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool | None:
-        """Renew the lease: True only if the claim still owns the job and the lease moved."""
+        """Renew the lease: True only if the claim still owns the job and the lease moved
+        (not needed by a queue that declares `heartbeats = False`)."""
 
     def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
         """Finish the job and run `effect(conn)` in the transaction that checks ownership."""
@@ -286,7 +287,9 @@ def load(spec: str) -> Queue:
                 f"{spec!r}: calling {attr}() failed: {type(exc).__name__}: {exc}; "
                 "it must build the queue with no arguments"
             ) from None
-    missing = [m for m in REQUIRED if not hasattr(queue, m)]
+    # A queue that declares it cannot extend a lease need not say so twice.
+    needs = [m for m in REQUIRED if m != "heartbeat" or getattr(queue, "heartbeats", True)]
+    missing = [m for m in needs if not hasattr(queue, m)]
     if missing:
         raise ContractError(
             f"{spec!r} gives a {type(queue).__name__} without the contract's "
