@@ -426,10 +426,10 @@ def _replay(args: argparse.Namespace) -> int:
     print(f"leasecheck: replaying {args.file} ({len(saved.steps)} steps) against {queue.name!r}")
     if saved.violation:
         print(f"leasecheck: it was recorded on {saved.queue!r}: {saved.violation.splitlines()[0]}")
-    if saved.excused:
-        print(f"leasecheck: judged as it was recorded, excusing {', '.join(sorted(saved.excused))}")
     else:
         print("leasecheck: it records no violation (a program written by hand?)")
+    if saved.excused:
+        print(f"leasecheck: judged as it was recorded, excusing {', '.join(sorted(saved.excused))}")
     try:
         with janitor.temporary(server.dsn, "replay") as dsn:
             clock.prepare(dsn, queue)

@@ -464,6 +464,8 @@ def test_the_priority_schedule_reaches_the_run_and_its_saved_program(
         project, tmp_path / "tmp", "replay", str(saved), "--pg-dsn", leasecheck_server_dsn
     )
     assert again.returncode == 1 and "job1 completed 2 times" in again.output, again.output
+    assert "it was recorded on 'naive'" in again.output, again.output
+    assert "records no violation" not in again.output, again.output
 
 
 HAND_WRITTEN = [
@@ -487,6 +489,27 @@ def test_a_hand_written_program_replays(
     out = capsys.readouterr().out
     assert "it records no violation (a program written by hand?)" in out, out
     assert "every property holds over the 3 steps that applied" in out, out
+    assert "excusing" not in out, out
+
+
+def test_a_program_replays_with_the_excuses_it_records(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    leasecheck_server_dsn: str,
+) -> None:
+    """The file's excuses are said, with what it recorded, and judged by."""
+    data = {
+        "format": 1, "queue_spec": REFERENCE, "program": HAND_WRITTEN,
+        "violation": "[fencing] a stale heartbeat was accepted", "excused": ["late-owner"],
+    }  # fmt: skip
+    (tmp_path / "mine.json").write_text(json.dumps(data))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["replay", "mine.json", "--pg-dsn", leasecheck_server_dsn]) == 0
+    out = capsys.readouterr().out
+    assert ": [fencing] a stale heartbeat was accepted" in out, out
+    assert "records no violation" not in out, out
+    assert "judged as it was recorded, excusing late-owner" in out, out
 
 
 @pytest.mark.parametrize(
