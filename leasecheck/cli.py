@@ -148,7 +148,14 @@ def _parser() -> argparse.ArgumentParser:
         )  # fmt: skip
     check.set_defaults(run=_check)
 
-    again = commands.add_parser("replay", help="replay a saved failure step by step")
+    again = commands.add_parser(
+        "replay",
+        help="replay a saved failure step by step",
+        description="Replay a failure file's program (or one written by hand) step by step "
+        "against a queue, outside Hypothesis, judged after every step as the run judged it "
+        "(its excuses too). Exits 0 when every property holds, 1 when one breaks (its files "
+        "saved again), 2 on unusable input.",
+    )
     again.add_argument("file", type=Path, metavar="FILE.json")
     again.add_argument("--queue", help="replay against this queue (default: the one that failed)")
     again.add_argument(
@@ -163,11 +170,23 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     again.set_defaults(run=_replay)
 
-    rejudge = commands.add_parser("judge", help="judge a saved failure's facts again")
+    rejudge = commands.add_parser(
+        "judge",
+        help="judge a saved failure's facts again",
+        description="Judge the facts a failure file saved (every answer its verdict rests "
+        "on) again with this leasecheck's judge, without the queue or a database: after "
+        "an upgrade, the verdict is this version's. Exits 0 when every property holds on "
+        "them, 1 when one breaks, 2 on unusable input.",
+    )
     rejudge.add_argument("file", type=Path, metavar="FILE.json")
     rejudge.set_defaults(run=_judge)
 
-    draw = commands.add_parser("svg", help="draw a saved history as an SVG timeline")
+    draw = commands.add_parser(
+        "svg",
+        help="draw a saved history as an SVG timeline",
+        description="Draw a failure file's history as an SVG timeline: one lane per worker, "
+        "who held which lease when, as the judge saw it, and the violation.",
+    )
     draw.add_argument("file", type=Path, metavar="FILE.json")
     draw.add_argument("-o", "--out", type=Path, help="where to write (default: FILE.svg)")
     draw.set_defaults(run=_svg)

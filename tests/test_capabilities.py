@@ -24,6 +24,11 @@ from leasecheck.stateful.machine import Harness, LeaseMachine
 from tests.fixtures import derandomized, run_state_machine_as_test
 
 BUDGET = derandomized(150)
+EXPLORED = derandomized(300)
+"""What the declared limits are explored with: a completion inside a held transaction
+is a rare draw. Its count depends on what the process imported before (16 in 150
+examples with this module alone, 0 after `import leasecheck.cli`: the cause is not yet
+found), so the budget leaves room."""
 IN_TRANSACTION = psycopg.pq.TransactionStatus.INTRANS
 
 
@@ -77,7 +82,7 @@ def _explore(queue: OneAtATime, pool: actors.Pool) -> OneAtATime:
     # again holding nothing (what mutant recover-by-name is caught on), so no restarts.
     harness = Harness(queue=queue, pool=pool, restarts=False)
     harness.reset()
-    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
+    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=EXPLORED)
     return queue
 
 
