@@ -229,25 +229,3 @@ def test_non_positive_leases_are_refused(
     queue.enqueue(db, {})
     with pytest.raises(BadInput, match="lease must be positive"):
         queue.claim(db, "w", lease)
-
-
-def test_a_batch_completion_refuses_only_the_member_whose_row_another_holds(
-    db: psycopg.Connection[Any], reference_dsn: str, queue: ReferenceQueue
-) -> None:
-    """Under a lock_timeout, a batch member whose row another transaction holds (a claim
-    giving it up at its cap, say) is refused alone: the claims the worker owns are
-    completed, each with its effect. One UPDATE for the batch refused them all."""
-    first, second = queue.enqueue(db, {}), queue.enqueue(db, {})
-    claims = queue.claim_many(db, "w", LEASE, 2)
-    assert [c.job_id for c in claims] == [first, second]
-    done: list[int] = []
-    with clock.connect(reference_dsn) as other, other.transaction():
-        other.execute("select 1 from jobs where id = %s for update", [first])
-        db.execute("set lock_timeout = '50ms'")
-        try:
-            answers = queue.complete_many(db, claims, lambda _, c: done.append(c.job_id))
-        finally:
-            db.execute("reset lock_timeout")
-    assert answers == [False, True]
-    assert done == [second]
-    assert queue.state(db, first) == "running" and queue.state(db, second) == "done"

@@ -116,26 +116,14 @@ class ReferenceQueue:
     def complete_many(
         self, conn: Connection[Any], claims: list[Claim], effect: BatchEffect
     ) -> list[bool]:
-        """Acknowledge each claim on its own merits, in one transaction.
-
-        Each job is fenced in a savepoint of its own, in job order: a stale claim whose
-        row another transaction holds (a claim giving the job up at its cap, say) waits
-        on that lock, and if the session's lock_timeout ends the wait, only that claim
-        is refused. One UPDATE for the whole batch made the timeout refuse every claim
-        in it, the owner's too.
-        """
-        accepted = dict.fromkeys(range(len(claims)), False)
+        params = {"ids": [c.job_id for c in claims], "attempts": [c.token for c in claims]}
         with conn.transaction():
-            for i in sorted(accepted, key=lambda i: (claims[i].job_id, claims[i].token)):
-                params = {"id": claims[i].job_id, "attempt": claims[i].token}
-                try:
-                    with conn.transaction():
-                        accepted[i] = conn.execute(_sql("complete"), params).fetchone() is not None
-                except psycopg.errors.LockNotAvailable:
-                    continue  # its row is another's now: this claim is stale
-                if accepted[i]:
-                    effect(conn, claims[i])
-            return [accepted[i] for i in range(len(claims))]
+            done = {(row[0], row[1]) for row in conn.execute(_sql("complete_many"), params)}
+            accepted = [(c.job_id, c.token) in done for c in claims]
+            for claim, ok in zip(claims, accepted, strict=True):
+                if ok:
+                    effect(conn, claim)
+            return accepted
 
     def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> bool:
         params = {"id": claim.job_id, "attempt": claim.token, "lease": check_lease(lease)}

@@ -322,7 +322,6 @@ class Core:
     def end_txn(self, w: Worker, *, commit: bool, why: str = "") -> None:
         updates, undo, calls = w.txn or [], w.undo, w.txn_calls
         w.txn, w.undo, w.txn_calls = None, [], []
-        claims, w.txn_claims = w.txn_claims, []
         self.ended.append((w.name, commit))
         if commit:
             for update in updates:
@@ -340,11 +339,6 @@ class Core:
                 hook()
         w.snapshot = []
         self.db_dirty = True
-        for call, op, outcome in claims:  # what each claim did is now committed, or undone
-            if commit:
-                self.claim_over(call, op, outcome)
-            else:
-                self.judge.claim_answered(call, [], known=True)
 
     def committed(self, w: Worker) -> bool:
         """Commit `w`'s held transaction; return False when PostgreSQL aborted it instead.

@@ -140,15 +140,6 @@ class Scheduler:
                 outcome = self._finish(w, op, held, at, result, done, beat=beat)
             finally:
                 self.answering = None
-            if op in _CLAIMING and w.txn is not None and isinstance(outcome, Answered):
-                # Inside a transaction the run holds, what the claim did (the job it took,
-                # the jobs it gave up at their cap) is not committed: it stays in flight
-                # for the judge until the transaction ends (`Core.end_txn`).
-                if call not in self.claims_in_flight:
-                    self.host.claim_in_flight(call)
-                self.claims_in_flight.discard(call)
-                w.txn_claims.append((call, op, outcome))
-                return
             if call in self.claims_in_flight:
                 self.claims_in_flight.discard(call)
                 self.host.claim_over(call, op, outcome)

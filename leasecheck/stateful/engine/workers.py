@@ -50,9 +50,6 @@ class Worker:
     began: int = 0
     """When its held transaction began: what `now()` reads in every call inside it."""
     txn_calls: list[int] = field(default_factory=list)
-    txn_claims: list[tuple[int, str, Any]] = field(default_factory=list)
-    """The claim calls that answered inside its held transaction (call, op, outcome):
-    what each did is not committed until the transaction ends (`Core.end_txn`)."""
     undo: list[Callable[[], None]] = field(default_factory=list)
     """What runs if its held transaction rolls back (`txn` holds what runs if it commits)."""
     snapshot: list[Held] = field(default_factory=list)

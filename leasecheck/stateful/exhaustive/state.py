@@ -111,7 +111,6 @@ def harness_state(d: Driver) -> Hashable:
             *scheduler.claims_in_flight, *timeouts.timed_out, *refused, *core.voided,
             *flight.calls, *(c for w in flight.waiting for c in w.calls),
             *(c for w in core.actors() for c in w.txn_calls),
-            *(c for w in core.actors() for c, _, _ in w.txn_claims),
         ]
     )  # fmt: skip
     timing = any(s.times_out for w in core.actors() for s in (w.main, w.beat) if s is not None)
@@ -185,7 +184,6 @@ def _actor(w: Worker, now: int, calls: _Ranks) -> Hashable:
         w.level,
         w.began - now if w.txn is not None else None,
         calls.all(w.txn_calls),
-        tuple((calls.of(c), op, _canon(outcome, calls)) for c, op, outcome in w.txn_claims),
         tuple(h.label for h in w.snapshot),
         _canon(w.waiting, calls),
         _canon(w.beat_waiting, calls),

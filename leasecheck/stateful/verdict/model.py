@@ -254,29 +254,21 @@ class Oracle:
         if self.observe is None:
             self.ledger.unjudged.append(f"{late}: without state() it cannot be told from giving up")
             return
-        observe = self.observe
-        status = observe(grant.claim.job_id)
+        status = self.observe(grant.claim.job_id)
         if status == FAILED and self.exhausted(job):
             return  # given up at its cap, as the queue's own table shows
         if status == FAILED and self.may_be_exhausted(job):
             self.ledger.unjudged.append(f"{late}: {self.lost_attempts(job)}")
             return
 
-        def flag(shown: str | None = None) -> None:
-            """Judge the refusal; `shown` is read again when the claims in flight have
-            answered (one inside a transaction the run held may have given the job up
-            at its cap, which shows only once that transaction committed)."""
-            shown = shown or observe(grant.claim.job_id)
-            if shown == FAILED and self.exhausted(job):
-                return
-            why = f"nobody else was granted {job.label}; the queue shows it {shown}"
+        def flag() -> None:
+            why = f"nobody else was granted {job.label}; the queue shows it {status}"
             self.ledger.flag(P.LATE_OWNER, late, why, **refs)
 
         # A claim whose statement ran but whose answer has not come back (it waits
-        # between statements, or on a lock), or whose transaction has not ended, may
-        # have taken the job already, or given it up.
+        # between statements, or on a lock) may have taken the job already.
         if not self.in_flight.wait(grant.claim.job_id, late, flag):
-            flag(status)
+            flag()
 
     def releasing(self, grant: Grant, op: str, at: int) -> None:
         """`grant`'s completion or failure report (`op`), sent at `at`, is in flight
