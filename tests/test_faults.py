@@ -15,7 +15,7 @@ from psycopg import Connection
 
 import mutants
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import contract
+from leasecheck.stateful import contract, program
 from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.moves import Stall, Take
@@ -345,3 +345,40 @@ def test_a_refusal_after_an_armed_lock_timeout_names_it_and_the_holder(
         "transaction (open since t="
     )
     assert said in violation.message, violation.message
+
+
+A_BATCH_WITH_A_JOB_GIVEN_UP_IN_A_HELD_CLAIM = program.from_json([
+    {"rule": "start", "args": {"workers": 2}},
+    {"rule": "enqueue", "args": {"jobs": 2}},
+    {"rule": "claim", "args": {"how": {"Take": {"worker": 4, "held": False}}}},
+    {"rule": "fail", "args": {"pick": 4}},
+    {"rule": "claim_batch", "args": {"pick": 7, "size": 3}},
+    {"rule": "restart", "args": {"pick": 4}},
+    {"rule": "time_passes", "args": {"to": "past-lease-end-ms"}},
+    {"rule": "claim", "args": {"how": {"Take": {"worker": 6, "held": True}}}},
+    {"rule": "time_out", "args": {"pick": 6}},
+    {"rule": "close_transaction", "args": {"commit": True, "pick": 7}},
+    {"rule": "asleep", "args": {"how": {"Stall": {
+        "worker": 3, "alone": False, "then": "batch", "rival": "holds", "long": False,
+    }}}},
+])  # fmt: skip
+"""Found by a `dev` run of the reference, which it accused of owner-progress: w0 wakes
+past its lease with job1 at the attempt cap and acknowledges its batch (job1#3, stale,
+and job3#2, its own), under lock_timeout, while w1.2's claim in a held transaction took
+job2 and, in the same statement, gave job1 up at its cap, locking job1's row. The batch
+waited on that row and timed out: its refusal of job3 was job1's lock, not the queue
+refusing an owner, and nothing the run saw (w1.2 holds only job2) could tell it."""
+
+
+def test_a_batch_that_timed_out_while_a_transaction_held_no_claim_of_it_is_not_judged(
+    reference_pool: actors.Pool,
+) -> None:
+    lines: list[str] = []
+    harness = _harness(REFERENCE, reference_pool)
+    done = replay.replay(harness, A_BATCH_WITH_A_JOB_GIVEN_UP_IN_A_HELD_CLAIM, say=lines.append)
+    assert done.skipped == [], done.skipped
+    story = "\n".join(lines)
+    assert (
+        "not judged: the complete of w0:job3#2 timed out on a lock with job1 in its batch "
+        "while w1.2's transaction was open" in story
+    ), story

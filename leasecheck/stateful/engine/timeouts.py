@@ -123,8 +123,9 @@ class LockTimeouts:
         transactions (each marked so its commit is known), one that rolled back while
         the call was in flight (`core.ended[since:]`: a crash may end it before the
         answer is read), or a call in flight; for one claim of a batch, also the rows of
-        its batch's other jobs, which an open transaction may have locked: then the wait
-        says nothing of this claim's job."""
+        its batch's other jobs, which any open transaction may have locked (a claim of
+        it, or one no claim shows, as a claim that gave an expired job up at its cap):
+        then the wait says nothing of this claim's job."""
         core = self.core
         why = None
         if any(o is not w and o.waiting is not None and not o.crashed for o in core.actors()):
@@ -144,6 +145,15 @@ class LockTimeouts:
                     why = (
                         f"with {locked[0]} in its batch, which {other.name}'s open "
                         "transaction holds: the wait may have been on that job's row"
+                    )
+                elif others and why is None and not _holds(other, held):
+                    # Holding no claim of this job, its transaction may still hold a row
+                    # of the batch no claim shows (a claim that gave an expired job up
+                    # at its cap locks it).
+                    others_label = core.job_label(next(o.claim for o in batch if o is not held))
+                    why = (
+                        f"with {others_label} in its batch while {other.name}'s transaction "
+                        "was open, which may hold that job's row: the wait may have been on it"
                     )
         if why is not None or rivals:
             self.timed_out[id(held)] = (why, rivals)
@@ -166,8 +176,9 @@ class LockTimeouts:
         worker's transaction open then has committed (the queue as those commits left
         it), and is said, not judged, when one rolled back or another call was in
         flight (it may have held the lock, and nobody knows what it did), or, for one
-        claim of a batch, when an open transaction held another job of the batch (the
-        wait, and so the refusal, may be that job's)."""
+        claim of a batch, when another worker's transaction was open (it may have held
+        the row of another job of the batch: the wait, and so the refusal, may be that
+        job's)."""
         waited = self.timed_out.pop(id(h), None)
         holders = self.holders.pop(id(h), "")
         if waited is None or read.raised is None:
@@ -211,6 +222,12 @@ class LockTimeouts:
             )
             return
         _answer(self.core, h, op, read, at, answered)
+
+
+def _holds(other: Worker, held: Held) -> bool:
+    """Return whether `other` holds `held`'s job (a claim of it in its open transaction):
+    then the wait was on that job's row, as far as anyone can tell."""
+    return any(o.claim.job_id == held.claim.job_id for o in other.held)
 
 
 def _held_by(rivals: list[Worker]) -> str:
