@@ -43,7 +43,7 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
             if name not in twins:
                 out.append(Step(rule, {"pick": i, **extra}))
 
-    held_claims = "claim" in core.caps.held_calls
+    held_claims = "claim" in core.caps.held_calls and scope.held_claims
     if d.can_claim():
         for i, w in enumerate(core.claimers()):
             if w.name in twins:

@@ -25,6 +25,9 @@ class Scope:
     rules: frozenset[str] = EVERY_RULE
     times: tuple[str, ...] = TIMES
     """Where `time_passes` may move the clock, when the scope offers it."""
+    held_claims: bool = True
+    """Whether a claim may also run inside a transaction held open (when the queue allows
+    it): False where what a scope is for needs only claims that commit at once."""
 
     def start(self) -> list[Step]:
         steps = [Step("start", {"workers": self.workers})]
@@ -47,7 +50,10 @@ class Scope:
             rules = sorted(self.rules)
             if "time_passes" in self.rules and self.times != TIMES:
                 rules[rules.index("time_passes")] = f"time_passes to {'/'.join(self.times)}"
-            said += f" (moves: {', '.join(rules)})"
+            held = "" if self.held_claims else "; claims commit at once"
+            said += f" (moves: {', '.join(rules)}{held})"
+        elif not self.held_claims:
+            said += " (claims commit at once)"
         return said
 
 
