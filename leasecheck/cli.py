@@ -217,7 +217,8 @@ def _check(args: argparse.Namespace) -> int:
     package_root = Path(leasecheck.__file__).resolve().parent.parent
     command = [
         sys.executable, "-m", "pytest",
-        "-c", os.devnull, "--rootdir", str(package_root),  # not the current project's config
+        # leasecheck's own, empty configuration, not the current project's
+        "-c", str(package_root / "leasecheck" / "check.ini"), "--rootdir", str(package_root),
         "-p", "no:cacheprovider", "-ra",
         "--pyargs", "leasecheck.suite",
         "-n", str(args.workers),

@@ -277,6 +277,8 @@ def test_check_replays_the_projects_regressions_as_stories(
     assert f"replay it with: leasecheck replay {file}" in done.output
     for internal in ("Traceback", "stateful/", "Harness(", "Pool("):
         assert internal not in done.output, done.output
+    # its own configuration, named as such; the project's pyproject.toml is not read
+    assert "configfile: leasecheck/check.ini" in done.output, done.output
 
 
 @pytest.mark.slow
