@@ -16,6 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest._code.code import (  # the report types xdist carries across as they are
+    ReprEntryNative,
+    ReprExceptionInfo,
+    ReprFileLocation,
+    ReprTraceback,
+)
 
 from leasecheck.dbfixtures import plugin as dbplugin
 from leasecheck.items import PROPERTIES_TEST
@@ -124,6 +130,20 @@ def _story(item: pytest.Item, error: BaseException) -> tuple[str, str, str] | No
     return None
 
 
+def _told_as(text: str, headline: str, item: pytest.Item) -> ReprExceptionInfo:
+    """Return the story as pytest's native-style report: printed as it is, with the
+    headline as its crash message. pytest's short summary quotes that message, whole
+    under CI, so a plain-text story was printed a second time there, in full; xdist
+    carries this form from its workers as it is."""
+    path, line, _ = item.location
+    return ReprExceptionInfo(
+        reprtraceback=ReprTraceback(
+            [ReprEntryNative([f"{one}\n" for one in text.splitlines()])], None, "native"
+        ),
+        reprcrash=ReprFileLocation(path, (line or 0) + 1, headline),
+    )
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -137,8 +157,8 @@ def pytest_runtest_makereport(
     if told is None:
         return report
     kind, key, text = told
-    report.longrepr = text
     headline = next((line for line in text.splitlines() if _PROP.match(line)), text.splitlines()[0])
+    report.longrepr = _told_as(text, headline, item)
     info = {"kind": kind, "key": key, "line": headline, "props": _told(text)}
     report.leasecheck = info  # type: ignore[attr-defined]
     if kind == _CONTRACT:

@@ -233,17 +233,22 @@ def test_check_honours_leasecheck_dir_and_reports_a_failure_once(
 ) -> None:
     """$LEASECHECK_DIR takes the files (with a .gitignore, as leasecheck made the directory);
     two seeded shards that find the same failure tell it once (the second, whose opening's
-    small scope breaks it, leaves it to the first, which told it); no traceback."""
+    small scope breaks it, leaves it to the first, which told it); no traceback. Under CI
+    too, where pytest's short summary quotes a failure's message whole: it quotes the
+    headline alone."""
     out = tmp_path / "failures"
     done = _leasecheck(
         project, tmp_path / "tmp",
         "check", NAIVE, "-n", "0", "--leasecheck-shards", "8", "--leasecheck-shard", "1/4",
-        "--pg-dsn", leasecheck_server_dsn, "--", "--hypothesis-seed=2", "-k", "properties",
-        LEASECHECK_DIR=str(out),
+        "--leasecheck-profile", "dev", "--pg-dsn", leasecheck_server_dsn,
+        "--", "--hypothesis-seed=2", "-k", "properties",
+        LEASECHECK_DIR=str(out), CI="1",
     )  # fmt: skip
     assert done.returncode == 1, done.output
     assert "1 failed, 1 skipped" in done.lines[-1], done.output
-    assert done.output.count("[single-completion] job1 completed 2 times\n") == 1, done.output
+    assert done.output.count("effect row: call 1, ") == 1, done.output
+    (summary,) = [line for line in done.lines if line.startswith("FAILED ")]
+    assert summary.endswith(" - [single-completion] job1 completed 2 times"), summary
     assert "single-completion: shard-1-of-8 told that property's failure in full" in done.output
     assert "Traceback" not in done.output and "stateful/machine.py" not in done.output
     assert (out / ".gitignore").read_text() == "*\n"
