@@ -176,9 +176,9 @@ class LockTimeouts:
         worker's transaction open then has committed (the queue as those commits left
         it), and is said, not judged, when one rolled back or another call was in
         flight (it may have held the lock, and nobody knows what it did), or, for one
-        claim of a batch, when another worker's transaction was open (it may have held
-        the row of another job of the batch: the wait, and so the refusal, may be that
-        job's)."""
+        claim of a batch, when another worker's open transaction held another job of the
+        batch, or no claim of this one (it may have held the row of another job of the
+        batch all the same: the wait, and so the refusal, may be that job's)."""
         waited = self.timed_out.pop(id(h), None)
         holders = self.holders.pop(id(h), "")
         if waited is None or read.raised is None:
