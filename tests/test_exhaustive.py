@@ -20,9 +20,11 @@ from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.exhaustive import audit, state
 from leasecheck.stateful.exhaustive.scope import Scope
-from leasecheck.stateful.exhaustive.search import explore
+from leasecheck.stateful.exhaustive.search import explore, run_program
+from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import NO_HIDDEN_CLAIMS
 
 AHEAD = "select count(*) from (select id from jobs where id < %(id)s for update) as ahead"
@@ -109,3 +111,24 @@ def test_the_audit_finds_the_part_left_out(reference_pool: actors.Pool, forgetfu
     assert armed, "no twin was made by the forgotten move, so this shows nothing"
     parted = audit.futures(harness, armed[0], SCOPE, continuations=4, length=2, seed=0)
     assert parted
+
+
+@pytest.mark.parametrize("then", ["complete", "fail", "heartbeat", "nothing"])
+def test_with_one_worker_a_stall_with_a_rival_is_the_lone_stall(
+    reference_pool: actors.Pool, then: str
+) -> None:
+    """The explorer offers one worker only lone stalls (`exhaustive.moves`): the stall
+    it leaves out must reach the very state, and offer the same moves, or the pruning
+    would hide programs from "no violation in scope"."""
+    harness = Harness(queue=ReferenceQueue(), pool=reference_pool)
+    scope = Scope(workers=1, jobs=1, moves=3, preemptions=0)
+    reached = []
+    for alone in (True, False):
+        stall = Stall(worker=0, alone=alone, then=then)
+        steps = [
+            *scope.start(),
+            Step("claim", {"how": Take(0, False)}),
+            Step("asleep", {"how": stall}),
+        ]
+        reached.append(run_program(harness, steps, scope))
+    assert reached[0] == reached[1]

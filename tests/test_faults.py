@@ -241,6 +241,14 @@ def test_at_read_committed_the_open_takes_no_snapshot(
     assert done.skipped == [], done.skipped
 
 
+def _told(pool: actors.Pool, steps: list[Step]) -> str:
+    """Replay `steps` on the reference, every step taken; return the story it told."""
+    lines: list[str] = []
+    done = replay.replay(_harness(REFERENCE, pool), steps, say=lines.append)
+    assert done.skipped == [], done.skipped
+    return "\n".join(lines)
+
+
 LIVE_CLAIM_BATCHED_WITH_A_HELD_ONE = [
     Step("start", {"workers": 2}),
     Step("claim_batch", {"pick": 0, "size": 1}),  # w0: job1#1
@@ -260,11 +268,7 @@ def test_a_live_claim_in_a_batch_that_timed_out_on_another_job_is_not_judged(
     """The batch waited on job1's row, which w1's reclaim held: its refusal of w0's live
     claim on job2 says nothing of job2 (it was an owner-progress break once w1 committed);
     the stale claim on job1 is judged once w1 commits, as a single completion's is."""
-    lines: list[str] = []
-    harness = _harness(REFERENCE, reference_pool)
-    done = replay.replay(harness, LIVE_CLAIM_BATCHED_WITH_A_HELD_ONE, say=lines.append)
-    assert done.skipped == [], done.skipped
-    story = "\n".join(lines)
+    story = _told(reference_pool, LIVE_CLAIM_BATCHED_WITH_A_HELD_ONE)
     assert (
         "not judged: the complete of w0:job2#1 timed out on a lock with job1 in its batch, "
         "which w1's open transaction holds" in story
@@ -294,11 +298,7 @@ def test_a_timeout_whose_lock_holder_crashed_before_the_answer_was_read_is_not_j
     nobody else holds job1 then, but the refusal was that transaction's lock, not the
     queue refusing a late owner (it was a late-owner break, 6 seeds of 20 in
     bench.time_to_detect on the reference)."""
-    lines: list[str] = []
-    harness = _harness(REFERENCE, reference_pool)
-    done = replay.replay(harness, CRASH_ENDS_WHAT_A_PAUSED_TIMEOUT_WAITED_ON, say=lines.append)
-    assert done.skipped == [], done.skipped
-    story = "\n".join(lines)
+    story = _told(reference_pool, CRASH_ENDS_WHAT_A_PAUSED_TIMEOUT_WAITED_ON)
     assert "w1 crashes" in story and "LockNotAvailable" in story, story
     assert (
         "not judged: the complete of w0:job1#1 timed out on a lock while w1's transaction "
@@ -373,11 +373,7 @@ refusing an owner, and nothing the run saw (w1.2 holds only job2) could tell it.
 def test_a_batch_that_timed_out_while_a_transaction_held_no_claim_of_it_is_not_judged(
     reference_pool: actors.Pool,
 ) -> None:
-    lines: list[str] = []
-    harness = _harness(REFERENCE, reference_pool)
-    done = replay.replay(harness, A_BATCH_WITH_A_JOB_GIVEN_UP_IN_A_HELD_CLAIM, say=lines.append)
-    assert done.skipped == [], done.skipped
-    story = "\n".join(lines)
+    story = _told(reference_pool, A_BATCH_WITH_A_JOB_GIVEN_UP_IN_A_HELD_CLAIM)
     assert (
         "not judged: the complete of w0:job3#2 timed out on a lock with job1 in its batch "
         "while w1.2's transaction was open" in story
