@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import Phase, seed, settings
-from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
 from bench import corpus
@@ -43,6 +42,7 @@ from leasecheck.dbfixtures import embedded, janitor
 from leasecheck.shards import DEFAULT_COUNT, Shard
 from leasecheck.stateful import clock, contract, opening
 from leasecheck.stateful.engine import actors, memory, profiles
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 
@@ -66,7 +66,7 @@ def shard_verdict(harness: Harness, shard: Shard, opens: bool = False) -> str | 
         with memory.bounded():
             if opens:
                 opening.play(harness, shard.index, shard.count)
-            run_state_machine_as_test(machine, settings=shard.budget(BUDGET))  # type: ignore[arg-type]
+            run_state_machine_as_test(machine, settings=shard.budget(BUDGET))
     except PropertyViolated as error:
         return error.violation.prop + (OPENING if harness.opening else "")
     except Exception as error:  # the harness's or Hypothesis's: never a kill

@@ -21,11 +21,11 @@ from typing import Any
 
 import hypothesis.core
 from hypothesis import settings
-from hypothesis.stateful import run_state_machine_as_test
 
 from bench._db import reference_database
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors, profiles
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 
@@ -45,7 +45,7 @@ def _run(harness: Harness, seed: int, profile: settings) -> dict[str, Any]:
     error: str | None = None
     prop = None
     try:
-        run_state_machine_as_test(factory, settings=chosen)  # type: ignore[arg-type]
+        run_state_machine_as_test(factory, settings=chosen)
     except PropertyViolated as exc:
         prop, error = exc.violation.prop, str(exc)
     except ExceptionGroup as group:  # several distinct bugs, reported together

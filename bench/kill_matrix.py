@@ -27,16 +27,13 @@ from typing import Any
 
 import hypothesis.core
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis.stateful import (
-    INITIALIZE_RULE_MARKER,
-    RULE_MARKER,
-    run_state_machine_as_test,
-)
+from hypothesis.stateful import INITIALIZE_RULE_MARKER, RULE_MARKER
 
 import mutants
 from bench._db import reference_database
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import minimize
@@ -118,7 +115,7 @@ def run_one(harness: Harness, seed: int, budget: int) -> dict[str, Any]:
     steps = 0
     try:
         run_state_machine_as_test(
-            lambda: _Watched(harness, run),  # type: ignore[arg-type]
+            lambda: _Watched(harness, run),
             settings=settings(
                 max_examples=budget,
                 stateful_step_count=30,

@@ -34,13 +34,13 @@ from leasecheck.stateful.engine import memory
 def _child(examples: int, profile: str, shards: int, cache: int, dsn: str | None) -> dict[str, Any]:
     """Run the machine in this process; return examples, steps, seconds and peak RSS."""
     from hypothesis import seed, settings
-    from hypothesis.stateful import run_state_machine_as_test
 
     from bench._db import reference_database
     from bench.step_cost import _Counting
     from leasecheck.shards import Shard
     from leasecheck.stateful import contract
     from leasecheck.stateful.engine import actors, profiles
+    from leasecheck.stateful.engine.literals import run_state_machine_as_test
     from leasecheck.stateful.machine import Harness
 
     budget = settings(profiles.budget(profile, None), max_examples=examples, derandomize=True)
@@ -54,7 +54,7 @@ def _child(examples: int, profile: str, shards: int, cache: int, dsn: str | None
         for shard in (Shard(k, shards) for k in range(shards)):
             machine = seed(shard.seed)(lambda: _Counting(harness))
             with memory.bounded(cache or 10**9):  # as the suite runs it, or Hypothesis's bound
-                run_state_machine_as_test(machine, settings=shard.budget(budget))  # type: ignore[arg-type]
+                run_state_machine_as_test(machine, settings=shard.budget(budget))
         seconds = time.perf_counter() - started
         pool.close()
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

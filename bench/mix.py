@@ -15,12 +15,12 @@ import json
 from pathlib import Path
 
 from hypothesis import seed
-from hypothesis.stateful import run_state_machine_as_test
 
 from bench._db import reference_database
 from leasecheck.shards import Shard
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors, profiles
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.verdict import coverage
 
@@ -42,7 +42,7 @@ def main() -> None:
                 shard = Shard(k, 8)
                 harness.reset()
                 machine = seed(shard.seed)(lambda: LeaseMachine(harness))
-                run_state_machine_as_test(machine, settings=shard.budget(budget))  # type: ignore[arg-type]
+                run_state_machine_as_test(machine, settings=shard.budget(budget))
         finally:
             pool.close()
     total = sum(harness.moves.values())

@@ -35,12 +35,13 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import initialize, run_state_machine_as_test
+from hypothesis.stateful import initialize
 
 from bench._cpu import machine_cpu
 from bench._db import reference_database
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,7 +154,7 @@ def _measure(
     _Counted.examples = _Counted.checks = 0
     start = time.perf_counter()
     run_state_machine_as_test(
-        lambda: machine(harness),  # type: ignore[arg-type]
+        lambda: machine(harness),
         settings=settings(
             max_examples=examples,
             stateful_step_count=steps,

@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, settings
-from hypothesis.stateful import run_state_machine_as_test
 
 from bench._db import reference_database
 from bench.hollow import Hollow
 from bench.wire import NEEDED, Wire
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 
 
@@ -100,7 +100,7 @@ def _run(dsn: str, examples: int) -> tuple[int, int, float]:
     harness.reset()
     start = time.perf_counter()
     run_state_machine_as_test(
-        lambda: _Counting(harness),  # type: ignore[arg-type]
+        lambda: _Counting(harness),
         settings=settings(SETTINGS, max_examples=examples),
     )
     elapsed = time.perf_counter() - start

@@ -21,12 +21,12 @@ from typing import Any
 import hypothesis.core
 import psycopg
 from hypothesis import HealthCheck, Phase, settings, target
-from hypothesis.stateful import run_state_machine_as_test
 
 import mutants
 from bench._db import reference_database
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import SCHEDULES, Harness, LeaseMachine, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 
@@ -59,7 +59,7 @@ def _run(
     prop = error = None
     try:
         run_state_machine_as_test(
-            factory,  # type: ignore[arg-type]
+            factory,
             settings=settings(
                 max_examples=budget,
                 stateful_step_count=30,

@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 from hypothesis import seed, settings
 from hypothesis.errors import Flaky
-from hypothesis.stateful import run_state_machine_as_test
 
 from leasecheck import exercised
 from leasecheck.shards import Shard
 from leasecheck.stateful import opening
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import actors, memory
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.engine.shrinking import ShrinkSpent
 from leasecheck.stateful.exhaustive import layer
 from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
@@ -76,8 +76,7 @@ def test_leasecheck_properties(
                 opening.play(leasecheck_harness, index, count)
                 searched = layer.play(leasecheck_harness, index, count)
                 leasecheck_harness.searched += [s.as_dict() for s in searched]
-            # Any factory will do, as Hypothesis documents; its annotation says a class.
-            run_state_machine_as_test(machine, settings=budget)  # type: ignore[arg-type]
+            run_state_machine_as_test(machine, settings=budget)
 
     try:
         _reporting_failures(leasecheck_harness, leasecheck_out, run)

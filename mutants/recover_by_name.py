@@ -9,7 +9,9 @@ the old name (a supervisor's restart, a pod that keeps its hostname) takes back 
 job of the old one while its lease still runs, and a job the old process may still
 be working on (it was only paused, or partitioned) runs twice.
 Caught by: exclusive-lease (the job is granted again within the old lease), or what
-the second run does: fencing, single-completion, owner-progress, late-owner. Only a
+the second run does: fencing, single-completion, owner-progress, late-owner; or
+retry-cap, when the job handed back was on its last attempt (the hand-back re-queues
+it as if it had attempts left, and the next claim is one more than the cap). Only a
 restart under the same name reaches it: a crash's replacement gets a new name.
 """
 
@@ -27,7 +29,14 @@ from mutants._base import sql
 
 class RecoverByName(ReferenceQueue):
     name = "recover-by-name"
-    expected = ("exclusive-lease", "fencing", "single-completion", "owner-progress", "late-owner")
+    expected = (
+        "exclusive-lease",
+        "fencing",
+        "single-completion",
+        "owner-progress",
+        "late-owner",
+        "retry-cap",
+    )
     one_claim_per_worker = True
     claim_many = None  # type: ignore[assignment]  # one job at a time
     complete_many = None  # type: ignore[assignment]

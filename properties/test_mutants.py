@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, Phase, settings
 import mutants
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors, isolation
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
 from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import run_state_machine_as_test
 
 # The last mutant to die does so at example 338 of this derandomized sequence
 # (batch-by-worker, measured 2026-12-06): 500 keeps a margin, and the reference and the

@@ -6,12 +6,12 @@ run on the reference schema, whatever queue the property run is pointed at.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, Phase, settings, stateful
+from hypothesis import HealthCheck, Phase, settings
 
 from leasecheck.dbfixtures import janitor
 from leasecheck.reference.queue import ReferenceQueue
@@ -34,20 +34,6 @@ def derandomized(examples: int) -> settings:
         report_multiple_bugs=False,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
-
-
-def run_state_machine_as_test(
-    factory: Callable[[], stateful.RuleBasedStateMachine], *, settings: settings
-) -> None:
-    """Hypothesis's `run_state_machine_as_test`, typed for the factories it documents.
-
-    Same name and keyword on purpose: a derandomized run's seed is a digest of the
-    factory's source line (`lambda: LeaseMachine(h)` and the call around it), so call
-    sites written any other way would run other examples than they always have.
-    """
-    # Hypothesis documents any factory returning a machine (a class or a function) and
-    # calls it with no arguments, yet annotates the parameter as a class.
-    stateful.run_state_machine_as_test(factory, settings=settings)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")

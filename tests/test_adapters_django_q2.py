@@ -23,9 +23,10 @@ from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import ContractError, capabilities
 from leasecheck.stateful.engine import actors, probe
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 try:
     from leasecheck.adapters.django_q2_queue import RETRY, DjangoQ2Queue

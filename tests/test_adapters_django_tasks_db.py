@@ -19,13 +19,12 @@ pytest.importorskip(
     reason="django-tasks-db is not installed: pip install 'leasecheck[django-tasks-db]'",
 )
 
-from hypothesis.stateful import run_state_machine_as_test
-
 from leasecheck.adapters.django_tasks_db_queue import DjangoTasksDbQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import capabilities
 from leasecheck.stateful.engine import actors, probe
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 from tests.fixtures import derandomized

@@ -19,9 +19,10 @@ from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import capabilities
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 LEASE = timedelta(seconds=30)
 GIVEN_UP = frozenset({"fencing", "exclusive-lease", "owner-progress", "late-owner"})

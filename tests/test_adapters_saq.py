@@ -21,10 +21,11 @@ from leasecheck.adapters.saq_queue import QUEUE, SaqQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 LEASE = timedelta(seconds=30)
 TICK = timedelta(microseconds=1)

@@ -18,9 +18,10 @@ from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import contract
 from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 BUDGET = derandomized(100)
 

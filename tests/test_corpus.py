@@ -21,9 +21,10 @@ from bench.corpus import visibility_sql
 from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock, contract
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.sqlfile import blocks
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 BUDGET = derandomized(20)
 

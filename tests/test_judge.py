@@ -19,10 +19,11 @@ import mutants
 from leasecheck import cli
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.verdict.judge import Judge, rejudge, token_value
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 FIND = derandomized(300)
 # One mutant per kind of fact: effect rows, a heartbeat, a failure report, the

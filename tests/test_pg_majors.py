@@ -23,11 +23,12 @@ from leasecheck.dbfixtures import debian, embedded, janitor
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import ALL, PropertyViolated
 from matrix import majors, report, runs, targets
 from tests import child
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 OLDER = 15
 CACHE = Path(__file__).resolve().parent.parent / ".leasecheck"

@@ -13,13 +13,14 @@ from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import contract, program
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.engine.moves import Take
 from leasecheck.stateful.engine.priorities import Priorities
 from leasecheck.stateful.machine import Harness, LeaseMachine, PriorityMachine, machine_for
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 
 def test_the_top_priority_acts_and_drops_at_each_change_point() -> None:

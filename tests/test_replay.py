@@ -11,12 +11,13 @@ import pytest
 import mutants
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay
-from tests.fixtures import REFERENCE, derandomized, run_state_machine_as_test
+from tests.fixtures import REFERENCE, derandomized
 
 sys.path.insert(0, str(Path(__file__).with_name("data") / "myqueue"))  # a correct queue
 

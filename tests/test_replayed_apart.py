@@ -20,8 +20,9 @@ from psycopg import Connection
 from leasecheck import suite
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 
 class EveryOtherClaim(ReferenceQueue):

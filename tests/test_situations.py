@@ -22,6 +22,7 @@ from leasecheck.stateful import contract
 from leasecheck.stateful.contract import Queue
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.engine.timeouts import _Trips
 from leasecheck.stateful.machine import Harness, LeaseMachine
@@ -29,7 +30,7 @@ from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import DONE_EFFECT, PropertyViolated
 from leasecheck.stateful.story import replay
 from leasecheck.stateful.verdict import coverage
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 LAST_FAIL = "failure report on the last attempt"
 BEAT_AFTER = "heartbeat after its own worker's completion"

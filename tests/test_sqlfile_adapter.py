@@ -23,13 +23,14 @@ from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import CALLS, Claim, capabilities, not_checked
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay
 from leasecheck.stateful.units import LEASE as MACHINE_LEASE
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 FILES = Path(__file__).parent.parent / "leasecheck" / "adapters" / "sql"
 REFERENCE = FILES / "reference.sql"

@@ -23,10 +23,11 @@ from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import clock, contract, opening
 from leasecheck.stateful.contract import Claim, Effect
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.verdict.judge import Judge, rejudge
-from tests.fixtures import derandomized, run_state_machine_as_test
+from tests.fixtures import derandomized
 
 LEASE = 30_000_000
 RULES = {"lease": LEASE, "max_attempts": 3, "ordered_tokens": True, "observes": True}

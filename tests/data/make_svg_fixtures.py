@@ -18,9 +18,9 @@ import mutants
 from leasecheck.dbfixtures import embedded, janitor
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import run_state_machine_as_test
 
 FIXTURES = {
     "naive": "single-completion",
