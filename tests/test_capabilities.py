@@ -27,7 +27,10 @@ from leasecheck.stateful.program import Step
 from leasecheck.stateful.story import replay
 from tests.fixtures import derandomized
 
-BUDGET = derandomized(150)
+BUDGET = derandomized(60)
+"""Undeclared, the machine does both things the recorder watches for within these 60
+examples (`test_without_the_declarations_the_recorder_sees_both`; it did within 50 too):
+so declared, it had as many chances to do them, and did not."""
 HELD_COMPLETION = [
     Step("start", {"workers": 2}),
     Step("claim", {"how": Take(worker=0, held=False)}),
