@@ -43,7 +43,7 @@ KILL = settings(
 )
 
 
-IN_A_SCOPE = {"batch-by-worker": 3}
+IN_A_SCOPE = {"batch-by-worker": 2}
 """Mutants shown dead in a small scope (`layer.SCOPES` index), not the search: the
 search met batch-by-worker at example 487 (a batch claimed, its worker asleep, its batch
 completion fenced on the name), its scope in 36 schedules."""

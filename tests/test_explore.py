@@ -108,7 +108,7 @@ def test_a_restart_under_the_old_name_is_found_in_three_moves(reference_pool: ac
     """claim, restart (the new process has the old name), claim: recover-by-name hands the
     old process's job out again within its lease. Among the calls, crashes and restarts
     (with every move, stalls and faults among them, the same search takes 25 times as
-    long: the opening's fourth small scope meets it on every run as well)."""
+    long: the opening's third small scope meets it on every run as well)."""
     queue = contract.load(mutants.ALL["recover-by-name"])
     rules = frozenset({"claim", "complete", "fail", "heartbeat", "crash", "restart"})
     scope = Scope(workers=2, jobs=1, moves=3, preemptions=0, rules=rules)

@@ -101,7 +101,7 @@ def test_the_clean_queue_keeps_every_property_over_it(
     assert done.ran == steps
 
 
-IN_A_SCOPE = {"task-table-extend-from-lease-end": 3, "work-leases-unlocked-lease-row": 3}
+IN_A_SCOPE = {"task-table-extend-from-lease-end": 2, "work-leases-unlocked-lease-row": 2}
 """Bugs whose witness is a program of one of the opening's small scopes (`layer.SCOPES`,
 by index): every property run searches that scope whole, so every run meets them."""
 

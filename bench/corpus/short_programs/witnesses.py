@@ -83,7 +83,7 @@ EXTEND_FROM_LEASE_END = [
 ]
 """w0 sleeps more than a lease past its lease end; its heartbeat moves the lease to a
 moment already past and answers True; w1 then takes the task inside the lease w0 was
-promised. A program of the opening's fourth small scope."""
+promised. A program of the opening's third small scope."""
 
 UNLOCKED_LEASE_ROW = [
     START,
@@ -96,7 +96,7 @@ UNLOCKED_LEASE_ROW = [
 ]
 """w1's claim reads w0's lease as expired and locks only the item; w0's renewal, on the
 unlocked lease row, commits in between; the grant then overwrites it. A program of the
-opening's fourth small scope."""
+opening's third small scope."""
 
 WITNESSES: dict[str, tuple[tuple[str, ...], list[Step]]] = {
     "task-table-retry-at-cap": (("no-lost-jobs",), RETRY_AT_CAP),
