@@ -39,3 +39,11 @@ ALL = {
     "swallowed-timeout": "mutants.swallowed_timeout:SwallowedTimeout",
     "swallowed-conflict": "mutants.swallowed_conflict:SwallowedConflict",
 }
+
+FAILURE_CAPPED = {
+    "failure-cap-late": "mutants.failure_cap_late:FailureCapLate",
+    "failure-cap-counts-claims": "mutants.failure_cap_counts_claims:FailureCapCountsClaims",
+}
+"""Mutants of a queue whose cap counts failure reports (`mutants._failure_capped`): it
+has a schema of its own, so they run on a database of their own
+(tests/test_failure_cap.py), not beside `ALL` on the reference's."""

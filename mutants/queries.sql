@@ -327,3 +327,43 @@ returning jobs.id, jobs.attempt
 update jobs
    set status = 'queued', locked_by = null, lease_until = null
  where locked_by = %(worker)s and status = 'running'
+
+-- name: failures_column
+-- The failure-capped queue (`mutants._failure_capped`): claims are not capped, so a job
+-- may have no max_attempts, and each job counts the failure reports it accepted.
+alter table jobs
+    alter column max_attempts drop not null,
+    add column failures integer not null default 0
+
+-- name: fail_counted
+-- The failure-capped queue: count the report, and give the job up for good at the cap-th
+-- (the SET reads the row as it was, so `failures + 1` is this report); only the owning
+-- attempt may.
+update jobs
+   set failures = failures + 1,
+       status = case when failures + 1 >= %(cap)s then 'failed' else 'queued' end,
+       finished_at = case when failures + 1 >= %(cap)s then now() end,
+       locked_by = null, lease_until = null, last_error = %(error)s
+ where id = %(id)s and attempt = %(attempt)s and status = 'running'
+returning id
+
+-- name: fail_counted_late
+-- failure-cap-late: gives the job up one report past its cap (`>` for `>=`).
+update jobs
+   set failures = failures + 1,
+       status = case when failures + 1 > %(cap)s then 'failed' else 'queued' end,
+       finished_at = case when failures + 1 > %(cap)s then now() end,
+       locked_by = null, lease_until = null, last_error = %(error)s
+ where id = %(id)s and attempt = %(attempt)s and status = 'running'
+returning id
+
+-- name: fail_counting_claims
+-- failure-cap-counts-claims: gives the job up once it was claimed cap times, however few
+-- of those failed: a delivery lost to a crash or an expired lease counts as a failure.
+update jobs
+   set failures = failures + 1,
+       status = case when attempt >= %(cap)s then 'failed' else 'queued' end,
+       finished_at = case when attempt >= %(cap)s then now() end,
+       locked_by = null, lease_until = null, last_error = %(error)s
+ where id = %(id)s and attempt = %(attempt)s and status = 'running'
+returning id

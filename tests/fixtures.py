@@ -7,6 +7,7 @@ run on the reference schema, whatever queue the property run is pointed at.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, Phase, settings
 from leasecheck.dbfixtures import janitor
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import clock
+from leasecheck.stateful.contract import Queue
 from leasecheck.stateful.engine import actors
 
 REFERENCE = "leasecheck.reference.queue:ReferenceQueue"
@@ -34,6 +36,19 @@ def derandomized(examples: int) -> settings:
         report_multiple_bugs=False,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
+
+
+@contextmanager
+def pool_on_own_database(server_dsn: str, label: str, queue: Queue) -> Iterator[actors.Pool]:
+    """Yield a pool on a fresh database named after `label`, with the clock and `queue`'s
+    schema installed; close it and drop the database after."""
+    with janitor.temporary(server_dsn, label) as dsn:
+        clock.prepare(dsn, queue)
+        pool = actors.Pool(dsn)
+        try:
+            yield pool
+        finally:
+            pool.close()
 
 
 @pytest.fixture(scope="session")

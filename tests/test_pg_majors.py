@@ -19,16 +19,16 @@ import psycopg
 import pytest
 
 import mutants
-from leasecheck.dbfixtures import debian, embedded, janitor
+from leasecheck.dbfixtures import debian, embedded
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import clock, contract
+from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.properties import ALL, PropertyViolated
 from matrix import majors, report, runs, targets
 from tests import child
-from tests.fixtures import derandomized
+from tests.fixtures import derandomized, pool_on_own_database
 
 OLDER = 15
 CACHE = Path(__file__).resolve().parent.parent / ".leasecheck"
@@ -58,13 +58,8 @@ def older_server(older_install: debian.Installation) -> Iterator[embedded.Embedd
 @pytest.fixture(scope="module")
 def older_pool(older_server: embedded.EmbeddedServer) -> Iterator[actors.Pool]:
     """Return a pool on a database of the suite's own on 15 with the reference installed."""
-    with janitor.temporary(older_server.dsn, "pg15") as dsn:
-        clock.prepare(dsn, ReferenceQueue())
-        pool = actors.Pool(dsn)
-        try:
-            yield pool
-        finally:
-            pool.close()
+    with pool_on_own_database(older_server.dsn, "pg15", ReferenceQueue()) as pool:
+        yield pool
 
 
 def test_the_older_server_says_it_is_15(

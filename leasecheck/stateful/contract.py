@@ -142,6 +142,11 @@ class Capabilities:
     - `complete_many`: `complete_many(conn, claims, effect) -> list[bool]`, one answer
       per claim; it calls `effect(conn, claim)` for each claim it accepts, in the
       transaction that records the completions.
+    - `max_failures`: the queue gives a job up for good at its `max_failures`-th
+      accepted failure report, and never hands it out after that. For a library whose
+      cap counts failures (exceptions), not deliveries: a claim lost to a crash or an
+      expired lease does not count, and `max_attempts` may be None (no cap on claims).
+      Both may be set (a cap on deliveries, and a failure that is final: 1).
     """
 
     ordered_tokens: bool
@@ -157,6 +162,7 @@ class Capabilities:
     one_claim_per_worker: bool = False
     claim_many: Callable[[Connection[Any], str, timedelta, int], list[Any]] | None = None
     complete_many: Callable[[Connection[Any], list[Any], BatchEffect], list[bool]] | None = None
+    max_failures: int | None = None
 
 
 CALLS = ("claim", "heartbeat", "complete", "fail")
@@ -168,6 +174,14 @@ def capabilities(queue: Queue) -> Capabilities:
     held = bool(getattr(queue, "held_transactions", True))
     named = getattr(queue, "held_calls", None)
     held_calls = frozenset(CALLS if held else ()) if named is None else frozenset(named)
+    max_failures = getattr(queue, "max_failures", None)
+    if max_failures is not None and (
+        isinstance(max_failures, bool) or not isinstance(max_failures, int) or max_failures < 1
+    ):
+        raise ContractError(
+            f"{queue.name}: max_failures is {max_failures!r}; declare a whole number of at "
+            "least 1 (the failure reports that give a job up), or None for no such cap"
+        )
     unknown = sorted(held_calls - set(CALLS))
     if unknown:
         raise ContractError(
@@ -188,6 +202,7 @@ def capabilities(queue: Queue) -> Capabilities:
         one_claim_per_worker=bool(getattr(queue, "one_claim_per_worker", False)),
         claim_many=getattr(queue, "claim_many", None),
         complete_many=getattr(queue, "complete_many", None),
+        max_failures=max_failures,
     )
 
 
@@ -195,8 +210,8 @@ def not_checked(queue: Queue) -> list[str]:
     """Return, one line each, what the suite cannot check because of what `queue` declares."""
     caps = capabilities(queue)
     gaps = []
-    if queue.max_attempts is None:
-        gaps.append(f"retry-cap: {queue.name} promises no cap (max_attempts=None)")
+    if queue.max_attempts is None and caps.max_failures is None:
+        gaps.append(f"retry-cap: {queue.name} promises no cap (max_attempts=None, no max_failures)")
     if not caps.heartbeats:
         gaps.append(
             f"heartbeats: {queue.name} has none; the heartbeat half of fencing "

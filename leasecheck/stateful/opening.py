@@ -109,6 +109,28 @@ def stories(caps: Capabilities, max_attempts: int | None) -> list[Story]:
                 _s("sweep", after="now"),
             ]
         told.append(Story(f"expiry past the cap of {max_attempts}", tuple(expiry)))
+    # A cap on failure reports: leases that run out do not count, and the report that
+    # makes the cap gives the job up (a queue that counts deliveries gives it up early;
+    # one that counts late hands it out once more).
+    if caps.max_failures is not None:
+        cap = caps.max_failures
+        lapses: list[Step] = []
+        for _ in range(min(cap - 1, EXPIRIES)):
+            lapses += [
+                _s("claim", how=FIRST),
+                _s("crash", pick=0),
+                _s("time_passes", to="past-lease-end"),
+                _s("sweep", after="now"),
+            ]
+        told.append(Story(f"expiries, then a failure report, under a cap of {cap} failures", (
+            START, *lapses, _s("claim", how=FIRST), _s("fail", pick=0),
+        )))  # fmt: skip
+        reports: list[Step] = []
+        for _ in range(min(cap, EXPIRIES)):
+            reports += [_s("claim", how=FIRST), _s("fail", pick=0)]
+        told.append(Story(f"failure reports up to the cap of {cap}, then a claim", (
+            START, *reports, _s("claim", how=FIRST),
+        )))  # fmt: skip
     return told
 
 

@@ -23,7 +23,10 @@ DESCRIPTIONS = {
     ATOMIC_REJECTION: "a rejected completion leaves no trace",
     EXCLUSIVE_LEASE: "no two claims of one job hold unexpired leases at the same moment",
     FENCING: "every claim gets a fresh token; a stale claim's calls are rejected",
-    RETRY_CAP: "no job is claimed more than max_attempts times",
+    RETRY_CAP: (
+        "no job is claimed more than max_attempts times, nor again after max_failures "
+        "accepted failure reports"
+    ),
     OWNER_PROGRESS: "the current owner (lease unexpired, nobody else granted) is never refused",
     LATE_OWNER: "a late owner whose expired lease nobody took over is not refused, unless "
     "the queue gave the job up at its cap or declares revokes_expired",

@@ -366,8 +366,7 @@ class Calls:
         )
 
     def fail(self, w: Worker, h: Held) -> None:
-        cap = self.queue.max_attempts
-        if cap is not None and self.core.attempt(h) == cap:
+        if self.core.last_attempt(h):
             # The report that gives the job up for good: `failed` now, or a job lost if
             # the queue gives it back with no attempt left (or loses it in between).
             self.core.saw("failure report on the last attempt")

@@ -153,6 +153,7 @@ class Core:
         rules = Rules(
             lease=LEASE,
             max_attempts=self.queue.max_attempts,
+            max_failures=self.caps.max_failures,
             ordered_tokens=self.caps.ordered_tokens,
             revokes_expired=self.caps.revokes_expired,
             answers_complete=not self.caps.transactional_effects,
@@ -301,6 +302,15 @@ class Core:
         It is written down as a fact, so a history judged again counts it alike, and
         counted in the ledger, which tells `seen`: every count goes that one way."""
         self.judge.situation(situation)
+
+    def last_attempt(self, h: Held) -> bool:
+        """Return whether a failure report of `h` is the one that gives its job up: it is
+        the last claim the cap on claims allows, or the cap on failures counts it last."""
+        claims, failures = self.queue.max_attempts, self.caps.max_failures
+        job = self.oracle.jobs.get(h.claim.job_id)
+        return (claims is not None and self.attempt(h) == claims) or (
+            failures is not None and job is not None and len(job.failed) == failures - 1
+        )
 
     def attempt(self, h: Held) -> int:
         """Return which attempt at its job `h` is: its grant's place among the job's

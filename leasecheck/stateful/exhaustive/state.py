@@ -158,7 +158,8 @@ def _oracle(oracle: Any, calls: _Ranks) -> Hashable:
     seen, the doubts, the verdicts deferred."""
     flight = oracle.in_flight
     in_flight = (
-        tuple((calls.of(c), flight.told_when_sent.get(c), flight.done_when_sent.get(c))
+        tuple((calls.of(c), flight.told_when_sent.get(c), flight.done_when_sent.get(c),
+               flight.failed_when_sent.get(c))
               for c in sorted(flight.calls)),
         flight.lost,
         tuple((w.job_id, w.said, calls.all(w.calls), _canon(w.flag, calls))

@@ -51,7 +51,6 @@ def lost_jobs(oracle: Oracle) -> list[str]:
     """
     assert oracle.observe is not None, "no-lost-jobs needs the queue's state()"
     lost = []
-    cap = oracle.max_attempts
     for job_id, job in oracle.jobs.items():
         status = oracle.shown[job_id] = oracle.observe(job_id)
         done = ", ".join(g.label for g in job.completed_by) or "nobody"
@@ -59,12 +58,12 @@ def lost_jobs(oracle: Oracle) -> list[str]:
         if status == DONE and len(job.completed_by) <= 1:
             continue
         if status == FAILED and not job.completed_by:
-            if cap is None or oracle.exhausted(job):
+            if not oracle.capped or oracle.exhausted(job):
                 continue
             if oracle.may_be_exhausted(job):
                 oracle.ledger.unjudged.append(f"{job.label}: {oracle.lost_attempts(job)}")
                 continue
-            lost.append(f"{job.label}: failed for good after {claims} of the {cap} it was promised")
+            lost.append(f"{job.label}: failed for good after {oracle.promised(job)}")
             continue
         lost.append(f"{job.label}: the queue shows it {status} ({claims}, completed by {done})")
     return lost

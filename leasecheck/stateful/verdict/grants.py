@@ -65,6 +65,11 @@ class JobModel:
     unseen: bool = False
     """Whether a claim that lost its answer may hold the job: then the grant told last
     may no longer own it, until a later grant settles it."""
+    failed: list[int] = field(default_factory=list)
+    """Where each failure report the queue accepted stands among every accepted one, in
+    the order told (what a cap on failures counts)."""
+    failures_unknown: int = 0
+    """Failure reports that lost their answers: each may have counted."""
 
     @property
     def finished(self) -> bool:

@@ -39,17 +39,21 @@ class InFlight:
     """For each claim call in flight, how many grants had been told when it was sent."""
     done_when_sent: dict[int, int] = field(default_factory=dict)
     """For each claim call in flight, how many accepted completions had been told then."""
+    failed_when_sent: dict[int, int] = field(default_factory=dict)
+    """For each claim call in flight, how many accepted failure reports had been told then."""
     lost: int = 0
     """Claim calls in flight whose answer was lost (connection gone, call cancelled):
     each may have taken a job, and so used one of its attempts, unseen."""
     waiting: list[Waiting] = field(default_factory=list)
     """Late owners refused while claims were in flight, judged once those have answered."""
 
-    def sent(self, call: int, told: int, done_told: int) -> None:
-        """Claim call `call` was sent when `told` grants and `done_told` completions were."""
+    def sent(self, call: int, told: int, done_told: int, failed_told: int) -> None:
+        """Claim call `call` was sent when `told` grants, `done_told` completions and
+        `failed_told` failure reports were."""
         self.calls.add(call)
         self.told_when_sent[call] = told
         self.done_when_sent[call] = done_told
+        self.failed_when_sent[call] = failed_told
 
     def wait(self, job_id: JobId, said: str, flag: Callable[[], None]) -> bool:
         """Hold the late-owner verdict `flag` until the claims in flight answer; return
@@ -76,6 +80,7 @@ class InFlight:
         self.calls.discard(call)
         self.told_when_sent.pop(call, None)
         self.done_when_sent.pop(call, None)
+        self.failed_when_sent.pop(call, None)
         if not known:
             self.lost += 1
             for job in models.values():  # which job it took, if any, is unknown

@@ -34,6 +34,8 @@ class Rules:
     max_attempts: int | None
     ordered_tokens: bool
     revokes_expired: bool = False
+    max_failures: int | None = None
+    """The failure reports after which the queue gives a job up (None: no such cap)."""
     answers_complete: bool = False
     observes: bool = False
     """Whether the queue has `state()`; without it, what needs it goes unjudged."""
@@ -104,6 +106,7 @@ class Judge:
         self.oracle = Oracle(
             lease=r.lease,
             max_attempts=r.max_attempts,
+            max_failures=r.max_failures,
             ordered_tokens=r.ordered_tokens,
             revokes_expired=r.revokes_expired,
             answers_complete=r.answers_complete,

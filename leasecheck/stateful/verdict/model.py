@@ -41,6 +41,8 @@ class Oracle:
     max_attempts: int | None
     ordered_tokens: bool
     revokes_expired: bool = False
+    max_failures: int | None = None
+    """The failure reports after which the queue gives a job up (None: no such cap)."""
     answers_complete: bool = False
     """Judge single-completion from accepted answers (the effect runs outside the completion)."""
     observe: Observe | None = None
@@ -55,6 +57,8 @@ class Oracle:
     """Grants told so far."""
     done_told: int = 0
     """Accepted completions told so far."""
+    failed_told: int = 0
+    """Accepted failure reports told so far."""
     moments: int = 0
     """Ownership changes told so far (grants and accepted releases): the order in which
     a call's window is laid against them (`stateful.verdict.window`)."""
@@ -192,6 +196,7 @@ class Oracle:
                 jobs=jobs,
                 grants=(label, *(g.label for g in job.grants)),
             )
+        self._after_the_failure_cap(job, label, sent)
         self.effects.note_key(job, key, label)
         job.grants.append(new)
         job.tokens.append(claim.token)
@@ -200,6 +205,30 @@ class Oracle:
         job.unsure = [*dict.fromkeys([*job.unsure, *meanwhile, new])] if meanwhile else []
         job.unseen = False
         return new
+
+    def _after_the_failure_cap(self, job: JobModel, label: str, sent: int | None) -> None:
+        """Judge a grant against a cap on failure reports: the queue promised to give the
+        job up at its `max_failures`-th accepted one. Only those told before the claim
+        was sent count; one accepted while the claim was in flight may have come after
+        it took the job (said, not judged)."""
+        cap = self.max_failures
+        if cap is None or len(job.failed) < cap:
+            return
+        since = self.in_flight.failed_when_sent.get(sent, self.failed_told) if sent else None
+        before = [f for f in job.failed if since is None or f < since]
+        if len(before) < cap:
+            self.ledger.unjudged.append(
+                f"{label} was granted while its claim was in flight, and {job.label}'s failure "
+                f"report number {cap} was accepted meanwhile: which came first cannot be told"
+            )
+            return
+        self.ledger.flag(
+            P.RETRY_CAP,
+            f"{job.label} was claimed again ({label}) after the queue had accepted {len(before)} "
+            f"failure reports; the queue promises to give a job up at {cap}",
+            jobs=(job.label,),
+            grants=(label,),
+        )
 
     def _unsure(self, job: JobModel, grant: Grant, what: str, accepted: bool) -> bool:
         """Say, and return, whether who owns the job cannot be told for `grant`'s call:
@@ -280,11 +309,13 @@ class Oracle:
     def release_unknown(self, grant: Grant, op: str, at: int) -> None:
         """`grant`'s report (`op`), sent at `at`, lost its answer (`stateful.verdict.releases`)."""
         grant.release_moment = None
+        if op == "fail":
+            self.job(grant.claim).failures_unknown += 1
         releases.lost(self.ledger, grant, op, at)
 
     def claim_sent(self, call: int) -> None:
         """A claim call was sent and has not answered: late owners wait for its answer."""
-        self.in_flight.sent(call, self.told, self.done_told)
+        self.in_flight.sent(call, self.told, self.done_told, self.failed_told)
 
     def claim_answered(self, call: int, jobs: list[JobId], known: bool) -> None:
         """The claim call `call` answered with `jobs` (`stateful.verdict.inflight`)."""
@@ -397,6 +428,9 @@ class Oracle:
         sent = self._sent(grant, at, answered, release=True)
         releases.answered(self.ledger, grant, "failure report", accepted)
         job = self.job(grant.claim)
+        if accepted:  # what a cap on failures counts, whoever sent it
+            job.failed.append(self.failed_told)
+            self.failed_told += 1
         if self._unsure(job, grant, "failure report", accepted):
             if accepted:
                 self._gone(grant, sent.answered)
@@ -548,24 +582,50 @@ class Oracle:
         grant.released = True
         grant.gone, self.moments = Mark(self.moments, at), self.moments + 1
 
+    @property
+    def capped(self) -> bool:
+        """Return whether the queue promises to give jobs up at a cap (on claims or failures)."""
+        return self.max_attempts is not None or self.max_failures is not None
+
     def exhausted(self, job: JobModel) -> bool:
-        """Return whether the job used every attempt it was promised."""
-        return self.max_attempts is not None and len(job.grants) >= self.max_attempts
+        """Return whether the job used every attempt, or every failure, it was promised."""
+        claims, failures = self.max_attempts, self.max_failures
+        return (claims is not None and len(job.grants) >= claims) or (
+            failures is not None and len(job.failed) >= failures
+        )
 
     def may_be_exhausted(self, job: JobModel) -> bool:
-        """Return whether claims that lost their answers could have used the job's last
-        attempts unseen."""
-        if self.max_attempts is None:
-            return False
-        return len(job.grants) + self.in_flight.lost >= self.max_attempts
+        """Return whether claims, or failure reports, that lost their answers could have
+        used the job's last attempts unseen."""
+        claims, failures = self.max_attempts, self.max_failures
+        return (claims is not None and len(job.grants) + self.in_flight.lost >= claims) or (
+            failures is not None and len(job.failed) + job.failures_unknown >= failures
+        )
+
+    def promised(self, job: JobModel) -> str:
+        """Return what the job had used of what it was promised, in words."""
+        used = []
+        if self.max_attempts is not None:
+            used.append(f"{len(job.grants)} claims of the {self.max_attempts} it was promised")
+        if self.max_failures is not None:
+            used.append(
+                f"{len(job.failed)} accepted failure reports of the {self.max_failures} "
+                "it was promised"
+            )
+        return " and ".join(used)
 
     def lost_attempts(self, job: JobModel) -> str:
-        n = self.in_flight.lost
+        counted = []
+        if self.max_attempts is not None and self.in_flight.lost:
+            counted.append((self.in_flight.lost, "claim"))
+        if self.max_failures is not None and job.failures_unknown:
+            counted.append((job.failures_unknown, "failure report"))
+        calls = " and ".join(f"{n} {what}{'s' if n != 1 else ''}" for n, what in counted)
+        one = sum(n for n, _ in counted) == 1
         return (
-            f"the queue shows it failed for good after {len(job.grants)} claims seen of the "
-            f"{self.max_attempts} it was promised, and {n} claim{'s' if n != 1 else ''} lost "
-            f"{'their' if n != 1 else 'its'} answer, so whether its attempts were used up "
-            "cannot be told"
+            f"the queue shows it failed for good after {self.promised(job)}, and {calls} "
+            f"lost {'its answer' if one else 'their answers'}, so whether its attempts were "
+            "used up cannot be told"
         )
 
 
