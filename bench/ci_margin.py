@@ -41,7 +41,7 @@ from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.dbfixtures import embedded, janitor
 from leasecheck.shards import DEFAULT_COUNT, Shard
 from leasecheck.stateful import clock, contract, opening
-from leasecheck.stateful.engine import actors, memory, profiles
+from leasecheck.stateful.engine import actors, isolation, memory, profiles
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, machine_for
 from leasecheck.stateful.properties import PropertyViolated
@@ -60,7 +60,7 @@ def shard_verdict(harness: Harness, shard: Shard, opens: bool = False) -> str | 
     """Run one `ci` shard (its share of the opening first, with `opens`); return the
     property it broke, None, or 'ERROR: ...'."""
     harness.reset()
-    schedule = machine_for(harness.schedule, shard.index)
+    schedule = machine_for(harness.schedule, shard.index, harness.isolation)
     machine = seed(shard.seed)(lambda: schedule(harness))
     try:
         with memory.bounded():
@@ -82,7 +82,14 @@ def margin(
 ) -> dict[str, Any]:
     """Return every shard's verdict on `queue`, and how many killed it; a kill on a
     property outside `expected` (when known) is off its property."""
-    harness = Harness(queue=queue, pool=pool)
+    # A mutant only a stricter level reaches runs as its kill test runs it: at the level
+    # it names (`--leasecheck-isolation`), with what the reference breaks there excused.
+    harness = Harness(
+        queue=queue,
+        pool=pool,
+        isolation=getattr(queue, "isolation", isolation.DEFAULT),
+        excused=frozenset(getattr(queue, "excused", ())),
+    )
     started = time.monotonic()
     verdicts = [
         shard_verdict(harness, Shard(k, DEFAULT_COUNT), opens) for k in range(DEFAULT_COUNT)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import DONE, FAILED
-from leasecheck.stateful.verdict import effects, releases
+from leasecheck.stateful.verdict import caps, effects, releases
 
 if TYPE_CHECKING:
     from leasecheck.stateful.verdict.model import Oracle
@@ -58,12 +58,12 @@ def lost_jobs(oracle: Oracle) -> list[str]:
         if status == DONE and len(job.completed_by) <= 1:
             continue
         if status == FAILED and not job.completed_by:
-            if not oracle.capped or oracle.exhausted(job):
+            if not caps.capped(oracle) or caps.exhausted(oracle, job):
                 continue
-            if oracle.may_be_exhausted(job):
-                oracle.ledger.unjudged.append(f"{job.label}: {oracle.lost_attempts(job)}")
+            if caps.may_be_exhausted(oracle, job):
+                oracle.ledger.unjudged.append(f"{job.label}: {caps.lost_attempts(oracle, job)}")
                 continue
-            lost.append(f"{job.label}: failed for good after {oracle.promised(job)}")
+            lost.append(f"{job.label}: failed for good after {caps.promised(oracle, job)}")
             continue
         lost.append(f"{job.label}: the queue shows it {status} ({claims}, completed by {done})")
     return lost

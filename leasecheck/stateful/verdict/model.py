@@ -16,7 +16,7 @@ from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import FAILED, RUNNING, Claim, JobId
 from leasecheck.stateful.properties import Violation
 from leasecheck.stateful.units import stamp
-from leasecheck.stateful.verdict import drain, releases, window
+from leasecheck.stateful.verdict import caps, drain, releases, window
 from leasecheck.stateful.verdict.grants import Grant, JobModel
 from leasecheck.stateful.verdict.hidden import Doubts
 from leasecheck.stateful.verdict.inflight import InFlight
@@ -129,11 +129,7 @@ class Oracle:
             )
         if any(not g.released for g in job.grants):
             self.ledger.saw("expired lease claimed again")
-        if self.max_attempts is not None and len(job.grants) + 1 >= self.max_attempts:
-            at_cap = len(job.grants) + 1 == self.max_attempts
-            self.ledger.saw(
-                "claim at the attempt cap" if at_cap else "claim past the attempt cap tried"
-            )
+        caps.seen(self, job)
         done_since = (
             self.in_flight.done_when_sent.get(sent, self.done_told) if sent is not None else None
         )
@@ -188,15 +184,7 @@ class Oracle:
                 )
                 if not releases.pending(self.ledger, other, said, latest, flag):
                     flag()
-        if self.max_attempts is not None and len(job.grants) + 1 > self.max_attempts:
-            self.ledger.flag(
-                P.RETRY_CAP,
-                f"{job.label} claimed {len(job.grants) + 1} times; "
-                f"the queue promises at most {self.max_attempts}",
-                jobs=jobs,
-                grants=(label, *(g.label for g in job.grants)),
-            )
-        self._after_the_failure_cap(job, label, sent)
+        caps.judge(self, job, label, sent)
         self.effects.note_key(job, key, label)
         job.grants.append(new)
         job.tokens.append(claim.token)
@@ -205,30 +193,6 @@ class Oracle:
         job.unsure = [*dict.fromkeys([*job.unsure, *meanwhile, new])] if meanwhile else []
         job.unseen = False
         return new
-
-    def _after_the_failure_cap(self, job: JobModel, label: str, sent: int | None) -> None:
-        """Judge a grant against a cap on failure reports: the queue promised to give the
-        job up at its `max_failures`-th accepted one. Only those told before the claim
-        was sent count; one accepted while the claim was in flight may have come after
-        it took the job (said, not judged)."""
-        cap = self.max_failures
-        if cap is None or len(job.failed) < cap:
-            return
-        since = self.in_flight.failed_when_sent.get(sent, self.failed_told) if sent else None
-        before = [f for f in job.failed if since is None or f < since]
-        if len(before) < cap:
-            self.ledger.unjudged.append(
-                f"{label} was granted while its claim was in flight, and {job.label}'s failure "
-                f"report number {cap} was accepted meanwhile: which came first cannot be told"
-            )
-            return
-        self.ledger.flag(
-            P.RETRY_CAP,
-            f"{job.label} was claimed again ({label}) after the queue had accepted {len(before)} "
-            f"failure reports; the queue promises to give a job up at {cap}",
-            jobs=(job.label,),
-            grants=(label,),
-        )
 
     def _unsure(self, job: JobModel, grant: Grant, what: str, accepted: bool) -> bool:
         """Say, and return, whether who owns the job cannot be told for `grant`'s call:
@@ -284,10 +248,10 @@ class Oracle:
             self.ledger.unjudged.append(f"{late}: without state() it cannot be told from giving up")
             return
         status = self.observe(grant.claim.job_id)
-        if status == FAILED and self.exhausted(job):
+        if status == FAILED and caps.exhausted(self, job):
             return  # given up at its cap, as the queue's own table shows
-        if status == FAILED and self.may_be_exhausted(job):
-            self.ledger.unjudged.append(f"{late}: {self.lost_attempts(job)}")
+        if status == FAILED and caps.may_be_exhausted(self, job):
+            self.ledger.unjudged.append(f"{late}: {caps.lost_attempts(self, job)}")
             return
 
         def flag() -> None:
@@ -581,52 +545,6 @@ class Oracle:
         its job back (an ownership change, told now)."""
         grant.released = True
         grant.gone, self.moments = Mark(self.moments, at), self.moments + 1
-
-    @property
-    def capped(self) -> bool:
-        """Return whether the queue promises to give jobs up at a cap (on claims or failures)."""
-        return self.max_attempts is not None or self.max_failures is not None
-
-    def exhausted(self, job: JobModel) -> bool:
-        """Return whether the job used every attempt, or every failure, it was promised."""
-        claims, failures = self.max_attempts, self.max_failures
-        return (claims is not None and len(job.grants) >= claims) or (
-            failures is not None and len(job.failed) >= failures
-        )
-
-    def may_be_exhausted(self, job: JobModel) -> bool:
-        """Return whether claims, or failure reports, that lost their answers could have
-        used the job's last attempts unseen."""
-        claims, failures = self.max_attempts, self.max_failures
-        return (claims is not None and len(job.grants) + self.in_flight.lost >= claims) or (
-            failures is not None and len(job.failed) + job.failures_unknown >= failures
-        )
-
-    def promised(self, job: JobModel) -> str:
-        """Return what the job had used of what it was promised, in words."""
-        used = []
-        if self.max_attempts is not None:
-            used.append(f"{len(job.grants)} claims of the {self.max_attempts} it was promised")
-        if self.max_failures is not None:
-            used.append(
-                f"{len(job.failed)} accepted failure reports of the {self.max_failures} "
-                "it was promised"
-            )
-        return " and ".join(used)
-
-    def lost_attempts(self, job: JobModel) -> str:
-        counted = []
-        if self.max_attempts is not None and self.in_flight.lost:
-            counted.append((self.in_flight.lost, "claim"))
-        if self.max_failures is not None and job.failures_unknown:
-            counted.append((job.failures_unknown, "failure report"))
-        calls = " and ".join(f"{n} {what}{'s' if n != 1 else ''}" for n, what in counted)
-        one = sum(n for n, _ in counted) == 1
-        return (
-            f"the queue shows it failed for good after {self.promised(job)}, and {calls} "
-            f"lost {'its answer' if one else 'their answers'}, so whether its attempts were "
-            "used up cannot be told"
-        )
 
 
 def _lease_end_as_of(grant: Grant, t: int) -> int:
