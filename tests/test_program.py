@@ -45,9 +45,17 @@ def test_a_step_prints_as_the_rule_call() -> None:
     [
         ({"history": []}, "not a leasecheck failure file with a program"),
         ({"format": 99, "program": []}, "program format 99"),
-        ({"format": program.FORMAT, "program": [{"rule": "claim"}]}, "malformed program step"),
+        ({"format": program.FORMAT, "program": [{"rule": "claim"}]},
+         "program step 1 is malformed: 'args' missing"),
         ({"format": program.FORMAT, "program": [{"rule": "x", "args": {"a": {"Q": {}}}}]},
-         "unknown rule argument type 'Q'"),
+         r'\{"Q": \{\}\} is no argument: write a type \(Take, Stall\) and its fields'),
+        ({"format": program.FORMAT, "program": [
+            {"rule": "start", "args": {"workers": 2}},
+            {"rule": "claim", "args": {"how": {"worker": 0, "held": False}}}]},
+         "program step 2 is malformed: .* is no argument: .*e.g. "),
+        ({"format": program.FORMAT, "program": [
+            {"rule": "claim", "args": {"how": {"Take": {"worker": 0, "hold": False}}}}]},
+         "Take takes the fields worker, held, got"),
     ],
 )  # fmt: skip
 def test_a_bad_failure_file_is_one_line(tmp_path: Path, data: object, fragment: str) -> None:

@@ -51,10 +51,20 @@ def _decode(value: Any) -> Any:
     if isinstance(value, list):
         return [_decode(v) for v in value]
     if isinstance(value, dict):
+        kinds = ", ".join(_ARGUMENT_TYPES)
+        example = '{"Take": {"worker": 0, "held": false}}'
+        if len(value) != 1 or next(iter(value)) not in _ARGUMENT_TYPES:
+            raise ValueError(
+                f"{json.dumps(value)} is no argument: write a type ({kinds}) and its fields, "
+                f"e.g. {example}"
+            )
         ((name, fields),) = value.items()
-        if name not in _ARGUMENT_TYPES:
-            raise ValueError(f"unknown rule argument type {name!r}")
-        return _ARGUMENT_TYPES[name](**fields)
+        kind = _ARGUMENT_TYPES[name]
+        try:
+            return kind(**fields)
+        except TypeError:
+            names = ", ".join(f.name for f in dataclasses.fields(kind))
+            raise ValueError(f"{name} takes the fields {names}, got {json.dumps(fields)}") from None
     return value
 
 
@@ -67,13 +77,19 @@ def from_json(data: Any) -> list[Step]:
     """Return the steps of a saved program; raise ValueError if it is not one."""
     if not isinstance(data, list):
         raise ValueError("'program' must be a list of rule calls")
-    try:
-        return [
-            Step(str(s["rule"]), {str(k): _decode(v) for k, v in dict(s["args"]).items()})
-            for s in data
-        ]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"malformed program step: {exc}") from None
+    steps = []
+    for i, s in enumerate(data, 1):
+        try:
+            steps.append(
+                Step(str(s["rule"]), {str(k): _decode(v) for k, v in dict(s["args"]).items()})
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            what = f"{exc} missing" if isinstance(exc, KeyError) else str(exc)
+            raise ValueError(
+                f"program step {i} is malformed: {what} (a step is "
+                '{"rule": NAME, "args": {...}}, as a failing run prints it)'
+            ) from None
+    return steps
 
 
 def digest(steps: list[Step]) -> str:
