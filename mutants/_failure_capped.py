@@ -1,7 +1,7 @@
 """A queue whose cap counts failure reports, not claims: the reference but for its cap.
 
-dramatiq, procrastinate, pgqueuer, chancy and django-q2 cap retries this way: a failure
-report counts, a delivery lost to a crash or an expired lease does not. So claims are
+dramatiq, pgqueuer, chancy and django-q2 cap retries this way: a failure report counts,
+a delivery lost to a crash or an expired lease does not. So claims are
 unbounded, and a job is given up for good at its third accepted failure report. It
 declares `max_failures = 3` and no cap on claims, and keeps every property
 (tests/test_failure_cap.py). The mutants failure-cap-late and failure-cap-counts-claims

@@ -1,5 +1,5 @@
-"""A cap on failure reports (`max_failures`), as dramatiq, procrastinate, pgqueuer,
-chancy and django-q2 cap retries: retry-cap and no-lost-jobs judge it by that promise.
+"""A cap on failure reports (`max_failures`), as dramatiq, pgqueuer, chancy and django-q2
+cap retries: retry-cap and no-lost-jobs judge it by that promise.
 
 The queue under test is the reference with its cap moved from claims to accepted
 failure reports (`mutants._failure_capped`); its two mutants give a job up one report
