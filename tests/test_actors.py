@@ -142,3 +142,20 @@ def test_calls_in_a_deadlock_are_left_for_the_caller_to_break(
     a.conn.execute("rollback")
     actors.settle(pool, [a, b])
     assert b.pending.done() and b.pending.exception() is None
+
+
+def test_closing_the_pool_ends_a_session_it_never_got_back(reference_dsn: str) -> None:
+    """A session handed out and never released (a run stopped mid-example) holding a row
+    lock in an open transaction: closing the pool ends its backend, so no later run on
+    the database meets the lock at a moment the garbage collector picks."""
+    pool = actors.Pool(reference_dsn)
+    kept = pool.open("w0")
+    kept.conn.execute("begin")
+    kept.conn.execute("select pg_advisory_xact_lock(4242)")
+    pid = kept.pid
+    pool.close()
+    with psycopg.connect(reference_dsn, autocommit=True) as conn:
+        row = conn.execute("select count(*) from pg_stat_activity where pid = %s", (pid,))
+        assert row.fetchone() == (0,)
+        free = conn.execute("select pg_try_advisory_lock(4242)").fetchone()
+        assert free == (True,)

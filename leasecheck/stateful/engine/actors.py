@@ -129,6 +129,8 @@ class Pool:
     statement is cancelled and the run stops (`Stuck`, then `CallHung`)."""
     monitor: Connection[Any] = field(init=False)
     _free: list[Session] = field(default_factory=list)
+    _out: list[Session] = field(default_factory=list)
+    """Sessions handed out and not taken back: what `close` still ends."""
     _count: int = 0
     _spares: list[Future[Connection[Any]]] = field(default_factory=list)
     _opener: ThreadPoolExecutor = field(init=False)
@@ -233,13 +235,16 @@ class Pool:
             session.label = label
             session.used = False
             session.times_out = False
-            return session
-        self._count += 1
-        executor = ThreadPoolExecutor(1, thread_name_prefix=f"leasecheck-{self._count}")
-        return Session(label=label, conn=self._spare(), executor=executor)
+        else:
+            self._count += 1
+            executor = ThreadPoolExecutor(1, thread_name_prefix=f"leasecheck-{self._count}")
+            session = Session(label=label, conn=self._spare(), executor=executor)
+        self._out.append(session)
+        return session
 
     def release(self, session: Session) -> None:
         """Take a session back: broken ones are closed, healthy ones rolled back and kept."""
+        self._out = [s for s in self._out if s is not session]
         if session.pending is not None and not session.pending.done():
             self.terminate(session)
         if session.broken:
@@ -315,7 +320,16 @@ class Pool:
             raise CallHung(hung(going[0], self.deadline))
 
     def close(self) -> None:
-        """Close every connection the pool holds."""
+        """Close every connection the pool holds, and end those it handed out and never
+        got back (a run stopped between examples, a driver left uncleaned): left to the
+        garbage collector, one in a transaction would keep its row locks until a moment
+        of the collector's choosing, and a later run on the database would meet those
+        rows locked (its claims skipping them) or not, as the moment fell."""
+        for session in self._out:
+            if not session.broken:
+                self.terminate(session)
+            self.discard(session)
+        self._out.clear()
         for session in self._free:
             self.discard(session)
         self._free.clear()
