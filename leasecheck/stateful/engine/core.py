@@ -70,6 +70,9 @@ class Harness:
     until asked. A test sets it False to show what only that move reaches."""
     replanned: list[replan.Saved] = field(default_factory=list)
     """The statistics the example's first replan replaced, put back by `reset`."""
+    columns_forgotten: bool = False
+    """Whether its first reset cleared the column statistics found on the queue's tables
+    (`replan.forget_columns`), where replans are offered."""
 
     restarts: bool = True
     """Whether the `restart` move is offered. A test sets it False where one process per
@@ -112,6 +115,9 @@ class Harness:
         self.shrink.count(failing=bool(self.recorder.last))
         actors.clean(self.pool.monitor, then=clock.QUERIES["reset"].text)
         self.queue.reset(self.pool.monitor)
+        if not self.columns_forgotten and self.can_replan():
+            replan.forget_columns(self.pool.monitor)  # as undo leaves them, from the start
+            self.columns_forgotten = True
         if self.replanned:  # the next example meets the plans a fresh one meets
             replan.undo(self.pool.monitor, self.replanned)
 

@@ -63,6 +63,18 @@ def analyze(conn: Connection[Any], saved: list[Saved]) -> list[str]:
     return [f"{t.schema}.{t.rel}" for t in tables]
 
 
+def forget_columns(conn: Connection[Any]) -> None:
+    """Clear the column statistics the queue's tables hold, as a fresh install has none.
+
+    `undo` clears what a replan left only where the table had none before; column
+    statistics from before the run (an ANALYZE by an earlier test of the same database)
+    cannot be put back, so every example after the run's first replan met other plans
+    than those before it: one program, two answers. A run starts from none instead."""
+    for t in [Saved(*row) for row in conn.execute(QUERIES["tables"].text).fetchall()]:
+        if t.has_columns:
+            conn.execute(QUERIES["clear_columns"].text, {"schema": t.schema, "rel": t.rel})
+
+
 def undo(conn: Connection[Any], saved: list[Saved]) -> None:
     """Put back the statistics `analyze` saved (after the queue's reset), and forget them."""
     for t in saved:
