@@ -143,7 +143,7 @@ def test_the_opening_tells_both_mutants_and_holds_on_the_clean_queue(pool: actor
     one that counts deliveries at example 213 of the kill budget's 250.)"""
     clean = _harness("mutants._failure_capped:FailureCapped", pool)
     opening.play(clean)
-    assert clean.played == len(opening.stories(clean.caps, None))
+    assert clean.played == len(opening.stories(clean.caps, clean.queue.max_attempts))
     for name, prop in (
         ("failure-cap-late", "retry-cap"),
         ("failure-cap-counts-claims", "no-lost-jobs"),
