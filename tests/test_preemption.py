@@ -205,6 +205,27 @@ def test_the_reference_refuses_the_beat_that_waited_out_its_completion(
     assert [s.rule for s in done.ran] == [s.rule for s in BEAT_IN_FLIGHT]
 
 
+def test_a_crash_ends_the_heartbeat_waiting_behind_its_own_paused_completion_first(
+    reference_pool: actors.Pool,
+) -> None:
+    """w0 crashes while its completion is paused holding the job's row and its heartbeat
+    waits on that row. Its heartbeat's backend must end first: ended after the main one,
+    the beat was released by the completion's rollback and raced its own termination to
+    extend the lease, so whether a claim after the lease end found the job free fell to
+    timing (a FlakyStrategyDefinition in a mutant's search, one CI run in three)."""
+    machine = LeaseMachine(Harness(queue=ReferenceQueue(), pool=reference_pool))
+    machine.d.core.h.reset()
+    for step in BEAT_IN_FLIGHT[:-1]:
+        getattr(machine, step.rule)(**step.args)
+        machine.every_property_holds()
+    lease = "select lease_until from jobs"
+    before = reference_pool.monitor.execute(lease).fetchall()
+    machine.crash(pick=0)
+    machine.every_property_holds()
+    assert reference_pool.monitor.execute(lease).fetchall() == before
+    machine.teardown()
+
+
 STALE_AFTER_CHECK_HELD = [
     *STALE_AFTER_CHECK[:2],
     Step("preempt", {"pick": 0, "after": 1, "hold": 1}),

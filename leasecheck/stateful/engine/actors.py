@@ -526,6 +526,12 @@ def _running(session: Session) -> bool:
     return pending is not None and not pending.done() and not session.parked
 
 
+def blocked(session: Session) -> bool:
+    """Return whether the session's call waits on a lock, as one left running when a
+    step ended does (`settle` ends a step only when every running call is blocked)."""
+    return _running(session)
+
+
 def _holders(sessions: list[Session]) -> set[int]:
     """Return the pids of sessions idle inside a transaction: held open between steps
     (by the harness, or by a call parked between its statements)."""

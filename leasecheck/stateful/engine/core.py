@@ -376,16 +376,18 @@ class Core:
         """Crash `w`: end both backends; a fresh worker with a new name takes its place
         (with `same_name`, one the queue is told the old name, as a restarted process is).
 
-        Backends with a call in flight go first: ending the main connection first
-        would roll back its transaction and let a heartbeat blocked behind it run,
-        racing its own termination. A heartbeat connection the worker never sent a
+        A backend whose call waits on a lock goes first, then one with a call in
+        flight: ending the main connection first would roll back its transaction (a
+        completion paused in it, say) and let a heartbeat blocked behind it run, racing
+        its own termination, so a later claim found the lease extended or not as the
+        race fell. A heartbeat connection the worker never sent a
         call on holds nothing and the queue never saw it, so it goes back to the pool
         alive: starting backends was half of the server's CPU in `bench.step_cost`.
         """
         if self.between_transactions(w):
             self.saw("crash between a call's two transactions")
         sessions = [s for s in (w.main, w.beat) if s is not None and (s is w.main or s.used)]
-        for session in sorted(sessions, key=lambda s: s.pending is None):
+        for session in sorted(sessions, key=lambda s: (not actors.blocked(s), s.pending is None)):
             self.pool.terminate(session)
         self.scheduler.settle()
         if w.txn is not None:
