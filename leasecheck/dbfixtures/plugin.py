@@ -20,6 +20,7 @@ run that starts a server reaps (`embedded.reap`, and the run directories here).
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import re
@@ -164,6 +165,10 @@ def catch_signals(config: pytest.Config) -> None:
     state.session = _session_of(config)
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        if state.received is None and not state.finishing and swallowed(frame):
+            # Raised here, the interrupt would be printed and dropped: ask again at once.
+            threading.Timer(0.01, os.kill, (os.getpid(), signum)).start()
+            return
         if state.received is not None or state.finishing:
             state.received = state.received or signum
             return
@@ -185,6 +190,19 @@ def catch_signals(config: pytest.Config) -> None:
         state.previous[signum] = signal.getsignal(signum)
         signal.signal(signum, stop)
     config.add_cleanup(lambda: _restore(state))
+
+
+def swallowed(frame: FrameType | None) -> bool:
+    """Return whether an exception raised in `frame` would be printed and dropped, not
+    raised: inside a garbage collector's callback (Hypothesis keeps one) or a `__del__`.
+    A signal lands in whatever Python code runs, and an interrupt lost there left the run
+    going on with a traceback and a second "stopped by" line."""
+    callbacks = {getattr(c, "__code__", None) for c in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in callbacks or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 _session_key = pytest.StashKey[pytest.Session]()

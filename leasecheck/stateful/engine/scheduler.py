@@ -283,7 +283,17 @@ class Scheduler:
             )
 
     def settle(self) -> None:
-        """Let released calls run until each has finished or is blocked again."""
+        """Let released calls run until each has finished or is blocked again, and hand
+        each finished call's outcome on, until none is left. Handing one on may end a
+        transaction (the rollback after a cancelled or failed call in it), which
+        releases the calls blocked behind it: they are waited for too, before anything
+        else is sent, or the next call would race them."""
+        while self._settle_once():
+            pass
+
+    def _settle_once(self) -> bool:
+        """Settle the calls in flight and hand on the outcomes of those that finished;
+        return whether any had."""
         sessions = self.sessions()
         actors.settle(self.pool, sessions)
         finished = []
@@ -302,3 +312,4 @@ class Scheduler:
             except Exception as exc:
                 result = exc
             callback(result)
+        return bool(finished)
