@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import Phase, settings
 
 import mutants
+from leasecheck import kit
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors, isolation
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
@@ -31,16 +32,7 @@ from leasecheck.stateful.properties import PropertyViolated
 # sequence (recover-by-name, measured 2026-12-07, the machine drawing no module
 # literals): 250 keeps a margin, and the reference and the subquery claims survive the
 # same 250.
-KILL = settings(
-    max_examples=250,
-    stateful_step_count=30,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=(Phase.generate,),
-    report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+KILL = kit.budget(250)
 
 
 IN_A_SCOPE = {"batch-by-worker": 2}

@@ -12,9 +12,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 
 from leasecheck.dbfixtures import janitor
+from leasecheck.kit import budget
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import Queue
@@ -23,19 +23,8 @@ from leasecheck.stateful.engine import actors
 REFERENCE = "leasecheck.reference.queue:ReferenceQueue"
 
 
-def derandomized(examples: int) -> settings:
-    """A budget of `examples` that runs alike every time: fixed seed, no shrinking, no
-    database of examples, the first failure reported as it is."""
-    return settings(
-        max_examples=examples,
-        stateful_step_count=30,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=(Phase.generate,),
-        report_multiple_bugs=False,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
+derandomized = budget
+"""A budget of so many examples that runs alike every time (`leasecheck.kit.budget`)."""
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, cast
 
@@ -13,15 +13,10 @@ import pytest
 pytest.importorskip("pgqueuer", reason="pgqueuer is not installed: pip install 'pgqueuer==1.6.*'")
 
 
+from leasecheck import kit
 from leasecheck.adapters.pgqueuer_queue import PgQueuerQueue, queue_manager_id
-from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.contract import Claim
-from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.machine import Harness, LeaseMachine
-from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import derandomized
 
 LEASE = timedelta(seconds=30)
 TICK = timedelta(microseconds=1)
@@ -30,36 +25,14 @@ GIVEN_UP = frozenset({"fencing", "exclusive-lease"})
 completion lands, by id, on a job someone else holds, and a job a stale retry re-queued
 goes to another worker while its owner runs it. (owner-progress and late-owner are not
 given up: pgqueuer's heartbeat answers nothing, so no refusal is read from it.)"""
-BUDGET = derandomized(100)
 
 
-@pytest.fixture(scope="module")
-def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
-    """Return a DSN for a database of this module's own with pgqueuer installed."""
-    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_pgqueuer") as dsn:
-        with clock.connect(dsn) as conn:
-            clock.install(conn)
-            PgQueuerQueue().install(conn)
-        yield dsn
+adapter_dsn, pool, conn = kit.fixtures(PgQueuerQueue, "pgqueuer")
 
 
-@pytest.fixture
-def pool(adapter_dsn: str) -> Iterator[actors.Pool]:
-    """Return the machine's connection pool on the adapter's database."""
-    pool = actors.Pool(adapter_dsn)
-    try:
-        yield pool
-    finally:
-        pool.close()
-
-
-@pytest.fixture
-def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    """Return a connection on simulated time with the queue and the clock reset."""
-    with clock.connect(adapter_dsn) as c:
-        PgQueuerQueue().reset(c)
-        clock.reset(c)
-        yield c
+class TestPgQueuer(kit.AdapterTests):
+    queue = PgQueuerQueue
+    given_up = GIVEN_UP
 
 
 def _holder(conn: psycopg.Connection[Any], job: object) -> tuple[str, uuid.UUID, float]:
@@ -203,22 +176,6 @@ def test_re_picks_do_not_count_against_the_retry_cap(conn: psycopg.Connection[An
         tokens.append(_attempt(claim))
         clock.advance(conn, LEASE + TICK)
     assert tokens == [0, 0, 0, 0]
-
-
-def test_the_machine_finds_what_pgqueuer_gives_up(pool: actors.Pool) -> None:
-    """Within a fixed budget the machine stops on one of the properties pgqueuer gives up."""
-    harness = Harness(queue=_as_queue(PgQueuerQueue()), pool=pool)
-    harness.reset()
-    with pytest.raises(PropertyViolated) as caught:
-        run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
-    assert caught.value.violation.prop in GIVEN_UP, caught.value.violation
-
-
-def test_pgqueuer_keeps_every_other_property(pool: actors.Pool) -> None:
-    """With those excused, the same budget finds no double completion or leaked effect."""
-    harness = Harness(queue=_as_queue(PgQueuerQueue()), pool=pool, excused=GIVEN_UP)
-    harness.reset()
-    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
 
 
 def test_a_late_worker_does_not_get_its_own_job_twice(conn: psycopg.Connection[Any]) -> None:

@@ -1,8 +1,8 @@
-"""The procrastinate adapter against a real PostgreSQL: round trip, heartbeats, stale calls."""
+"""The procrastinate adapter against a real PostgreSQL: the kit's tests, then what the
+library does with heartbeats, stalls, stale calls and retries."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -14,15 +14,10 @@ pytest.importorskip(
 )
 
 
+from leasecheck import kit
 from leasecheck.adapters.procrastinate_queue import ProcrastinateQueue
-from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import capabilities
-from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.machine import Harness, LeaseMachine
-from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import derandomized
 
 LEASE = timedelta(seconds=30)
 GIVEN_UP = frozenset({"fencing", "exclusive-lease", "owner-progress", "late-owner"})
@@ -31,38 +26,14 @@ back a job someone else holds), heartbeats per worker that a starting worker pru
 (a worker that stood still 30 s beats into nothing afterwards, though nobody took its
 job); its retry cap counts failures, not fetches, so retry-cap is not judged (see the
 adapter's docstring)."""
-BUDGET = derandomized(100)
 
 
-@pytest.fixture(scope="module")
-def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
-    """Return a DSN for a database of this module's own with procrastinate installed."""
-    with janitor.temporary(
-        leasecheck_server_dsn, f"{leasecheck_worker_label}_procrastinate"
-    ) as dsn:
-        with clock.connect(dsn) as conn:
-            clock.install(conn)
-            ProcrastinateQueue().install(conn)
-        yield dsn
+adapter_dsn, pool, conn = kit.fixtures(ProcrastinateQueue, "procrastinate")
 
 
-@pytest.fixture
-def pool(adapter_dsn: str) -> Iterator[actors.Pool]:
-    """Return the machine's connection pool on the adapter's database."""
-    pool = actors.Pool(adapter_dsn)
-    try:
-        yield pool
-    finally:
-        pool.close()
-
-
-@pytest.fixture
-def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    """Return a connection on simulated time with the queue and the clock reset."""
-    with clock.connect(adapter_dsn) as c:
-        ProcrastinateQueue().reset(c)
-        clock.reset(c)
-        yield c
+class TestProcrastinate(kit.AdapterTests):
+    queue = ProcrastinateQueue
+    given_up = GIVEN_UP
 
 
 def _never(conn: psycopg.Connection[Any]) -> None:
@@ -80,18 +51,16 @@ def _stall(conn: psycopg.Connection[Any]) -> None:
     clock.advance(conn, LEASE + timedelta(seconds=1))
 
 
-def test_round_trip_enqueue_claim_complete(conn: psycopg.Connection[Any]) -> None:
-    """A job is handed out once, completes, and is not handed out again; its state follows."""
+def test_a_completed_job_is_succeeded_and_its_first_token_is_0(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """What the kit's round trip leaves out: procrastinate's own status and token."""
     q = ProcrastinateQueue()
     job = q.enqueue(conn, {"n": 1})
-    assert q.state(conn, job) == "queued"
     claim = q.claim(conn, "a", LEASE)
-    assert claim is not None and claim.job_id == job and claim.token == 0
-    assert q.state(conn, job) == "running"
-    assert q.claim(conn, "b", LEASE) is None
+    assert claim is not None and claim.token == 0
     assert q.complete(conn, claim, _never)
-    assert _status(conn, job) == "succeeded" and q.state(conn, job) == "done"
-    assert q.claim(conn, "b", LEASE) is None
+    assert _status(conn, job) == "succeeded"
 
 
 def test_the_effect_runs_outside_the_completion() -> None:
@@ -266,19 +235,3 @@ def test_stall_recovery_is_not_capped(conn: psycopg.Connection[Any]) -> None:
         q.maintain(conn)
     assert tokens == [0, 1, 2, 3]
     assert q.max_attempts is None  # the strategy's cap bounds failures, not fetches
-
-
-def test_the_machine_finds_what_procrastinate_gives_up(pool: actors.Pool) -> None:
-    """Within a fixed budget the machine stops on one of the properties procrastinate gives up."""
-    harness = Harness(queue=ProcrastinateQueue(), pool=pool)
-    harness.reset()
-    with pytest.raises(PropertyViolated) as caught:
-        run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
-    assert caught.value.violation.prop in GIVEN_UP, caught.value.violation
-
-
-def test_procrastinate_keeps_every_other_property(pool: actors.Pool) -> None:
-    """With those excused, the same budget finds no double completion, lost job or overlap."""
-    harness = Harness(queue=ProcrastinateQueue(), pool=pool, excused=GIVEN_UP)
-    harness.reset()
-    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)

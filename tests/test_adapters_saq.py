@@ -7,7 +7,6 @@ assert the library's behaviour, not a wish.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,15 +16,9 @@ import pytest
 
 pytest.importorskip("saq", reason="saq is not installed: pip install 'saq[postgres]==0.26.4'")
 
+from leasecheck import kit
 from leasecheck.adapters.saq_queue import QUEUE, SaqQueue
-from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock, contract
-from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.machine import Harness, LeaseMachine
-from leasecheck.stateful.properties import PropertyViolated
-from leasecheck.stateful.story import replay
-from tests.fixtures import derandomized
 
 LEASE = timedelta(seconds=30)
 TICK = timedelta(microseconds=1)
@@ -33,23 +26,7 @@ PAST = LEASE + timedelta(milliseconds=2)
 """Past saq's lease: `Job.stuck` compares whole milliseconds, `> heartbeat`."""
 
 
-@pytest.fixture(scope="module")
-def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
-    """Return a DSN for a database of this module's own with saq's schema migrated."""
-    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_saq") as dsn:
-        with clock.connect(dsn) as conn:
-            clock.install(conn)
-            SaqQueue().install(conn)
-        yield dsn
-
-
-@pytest.fixture
-def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    """Return a connection on simulated time with the queue and the clock reset."""
-    with clock.connect(adapter_dsn) as c:
-        SaqQueue().reset(c)
-        clock.reset(c)
-        yield c
+adapter_dsn, pool, conn = kit.fixtures(SaqQueue, "saq")
 
 
 def _job(conn: psycopg.Connection[Any], key: object) -> dict[str, Any]:
@@ -259,39 +236,14 @@ GIVEN_UP = frozenset(
 )
 """What saq 0.26.4 breaks, all one bug (its sweep's given-up execution writes by key):
 docs/findings/saq-0.26.4.md. no-lost-jobs is the double completion seen at the end."""
-BUDGET = derandomized(100)
-FOUND = sorted(
-    (Path(__file__).parent.parent / "matrix/results/counterexamples/saq-0.26.4").glob("*.json")
-)
+FOUND = Path(__file__).parent.parent / "matrix/results/counterexamples/saq-0.26.4"
 """The matrix's counterexamples (python -m matrix --only saq-0.26.4): one seed's 100
 examples of 30 steps do not reach the story (a stall past the heartbeat, a sweep and a
 second claim before the stale worker wakes); the `ci` profile's eight shards did."""
 
 
-@pytest.fixture
-def pool(adapter_dsn: str) -> Iterator[actors.Pool]:
-    """Return the machine's connection pool on the adapter's database."""
-    pool = actors.Pool(adapter_dsn)
-    try:
-        yield pool
-    finally:
-        pool.close()
-
-
-@pytest.mark.parametrize("path", FOUND, ids=[p.stem for p in FOUND])
-def test_the_matrix_counterexamples_replay(pool: actors.Pool, path: Path) -> None:
-    """Each committed counterexample, replayed step by step, breaks its property again."""
-    saved = replay.load(path)
-    assert saved.prop == path.stem and saved.prop in GIVEN_UP
-    harness = Harness(queue=SaqQueue(), pool=pool, excused=GIVEN_UP - {saved.prop})
-    harness.reset()
-    with pytest.raises(PropertyViolated) as caught:
-        replay.replay(harness, saved.steps)
-    assert caught.value.violation.prop == saved.prop, caught.value.violation
-
-
-def test_saq_keeps_every_other_property(pool: actors.Pool) -> None:
-    """With those excused, a fixed budget finds no leaked effect and no refused owner."""
-    harness = Harness(queue=SaqQueue(), pool=pool, excused=GIVEN_UP)
-    harness.reset()
-    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
+class TestSaq(kit.AdapterTests):
+    queue = SaqQueue
+    given_up = GIVEN_UP
+    search_finds = False  # one seed's 100 examples miss it (see FOUND)
+    counterexamples = FOUND

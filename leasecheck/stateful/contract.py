@@ -264,6 +264,13 @@ def not_checked(queue: Queue) -> list[str]:
     return gaps
 
 
+def missing_members(queue: object) -> list[str]:
+    """Return the contract's required members `queue` lacks (none: it can be run)."""
+    # A queue that declares it cannot extend a lease need not say so twice.
+    needs = [m for m in REQUIRED if m != "heartbeat" or getattr(queue, "heartbeats", True)]
+    return [m for m in needs if not hasattr(queue, m)]
+
+
 class ContractError(ValueError):
     """The named queue is not usable as one; the message says what to fix."""
 
@@ -302,9 +309,7 @@ def load(spec: str) -> Queue:
                 f"{spec!r}: calling {attr}() failed: {type(exc).__name__}: {exc}; "
                 "it must build the queue with no arguments"
             ) from None
-    # A queue that declares it cannot extend a lease need not say so twice.
-    needs = [m for m in REQUIRED if m != "heartbeat" or getattr(queue, "heartbeats", True)]
-    missing = [m for m in needs if not hasattr(queue, m)]
+    missing = missing_members(queue)
     if missing:
         raise ContractError(
             f"{spec!r} gives a {type(queue).__name__} without the contract's "

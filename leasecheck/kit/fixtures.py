@@ -1,0 +1,53 @@
+"""An adapter's test database, the machine's pool on it, and a connection on simulated
+time: the scaffold each adapter's tests used to write out by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from leasecheck.dbfixtures import janitor
+from leasecheck.stateful import clock
+from leasecheck.stateful.contract import Queue
+from leasecheck.stateful.engine import actors
+
+Fixture = Callable[..., Any]
+
+
+def fixtures(make_queue: Callable[[], Queue], label: str) -> tuple[Fixture, Fixture, Fixture]:
+    """Return the fixtures `adapter_dsn`, `pool` and `conn` for a test module, to assign
+    at its top: `adapter_dsn, pool, conn = kit.fixtures(MyLibQueue, "mylib")`.
+
+    - `adapter_dsn` (per module): a database of the suite's own on the run's server
+      (named after `label` and the xdist worker), with the harness's clock and the
+      queue installed by `make_queue().install`, autovacuum off; dropped after.
+    - `pool`: the machine's sessions on it, for a `Harness`; closed after.
+    - `conn`: a connection on simulated time, with the queue (`reset`) and the clock
+      back at their start, for tests that call the adapter directly.
+    """
+
+    @pytest.fixture(scope="module", name="adapter_dsn")
+    def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
+        with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_{label}") as dsn:
+            clock.prepare(dsn, make_queue())
+            yield dsn
+
+    @pytest.fixture(name="pool")
+    def pool(adapter_dsn: str) -> Iterator[actors.Pool]:
+        sessions = actors.Pool(adapter_dsn)
+        try:
+            yield sessions
+        finally:
+            sessions.close()
+
+    @pytest.fixture(name="conn")
+    def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
+        with clock.connect(adapter_dsn) as c:
+            make_queue().reset(c)
+            clock.reset(c)
+            yield c
+
+    return adapter_dsn, pool, conn
