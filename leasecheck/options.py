@@ -225,7 +225,7 @@ def _rerun_with_equals(config: pytest.Config, parser: pytest.Parser) -> None:
     names = set(option_names())
     args = list(config.invocation_params.args)
     addopts = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
-    fixed_args, fixed_addopts = _equals_form(args, names), _equals_form(addopts, names)
+    fixed_args, fixed_addopts = equals_form(args, names), equals_form(addopts, names)
     if (fixed_args, fixed_addopts) == (args, addopts):
         return
     if not _discovery_changed(config, parser.parse_known_args([*fixed_addopts, *fixed_args])):
@@ -247,7 +247,7 @@ def _rerun_with_equals(config: pytest.Config, parser: pytest.Parser) -> None:
     os.execve(sys.executable, [sys.executable, *prefix, *fixed_args], env)
 
 
-def _equals_form(args: Sequence[str], names: set[str]) -> list[str]:
+def equals_form(args: Sequence[str], names: set[str]) -> list[str]:
     """Return `args` with every `--leasecheck-X VALUE` written `--leasecheck-X=VALUE`,
     where VALUE names an existing path (the only values pytest takes for test paths)."""
     out: list[str] = []

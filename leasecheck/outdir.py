@@ -30,24 +30,24 @@ _out_existed_key = pytest.StashKey[bool]()
 _OUT_EXISTED = "leasecheck_out_existed"
 
 
-def _out_dir(config: pytest.Config) -> Path:
+def out_dir(config: pytest.Config) -> Path:
     return Path(config.getoption("--leasecheck-dir"))
 
 
-def _out_existed(config: pytest.Config) -> bool:
+def out_existed(config: pytest.Config) -> bool:
     """Return whether the failure directory was there before this run (the user's, then)."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and _OUT_EXISTED in workerinput:
         return bool(workerinput[_OUT_EXISTED])
     if _out_existed_key not in config.stash:
-        config.stash[_out_existed_key] = _out_dir(config).exists()
+        config.stash[_out_existed_key] = out_dir(config).exists()
     return config.stash[_out_existed_key]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """Tell each xdist worker whether the failure directory was there before the run."""
-    node.workerinput[_OUT_EXISTED] = _out_existed(node.config)
+    node.workerinput[_OUT_EXISTED] = out_existed(node.config)
 
 
 def mark_as_ours(directory: Path) -> None:

@@ -33,27 +33,27 @@ from leasecheck.items import PROPERTIES_TEST, SUITE
 from leasecheck.items import is_suite as _is_suite
 from leasecheck.items import param as _param
 from leasecheck.options import (  # noqa: F401  (hooks: registered from this module)
-    _equals_form,
     declare_options,
+    equals_form,
     from_environment_unchosen,
     option_names,
     pytest_addoption,
     pytest_load_initial_conftests,
 )
 from leasecheck.outdir import (
-    _out_dir,
-    _out_existed,
     mark_as_ours,
+    out_dir,
+    out_existed,
     pytest_configure_node,  # noqa: F401  (a hook)
 )
 from leasecheck.reports import (
-    _not_after_a_contract_error,
-    _progress,
-    _progress_key,
-    _Reports,
-    _run,
-    _run_key,
+    PROGRESS_KEY,
+    RUN_KEY,
+    Reports,
+    not_after_a_contract_error,
+    progress_of,
     pytest_runtest_makereport,  # noqa: F401  (a hook)
+    run_state,
     told_elsewhere,
 )
 from leasecheck.stateful import clock, contract, properties
@@ -271,7 +271,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     _act_on(config, facts)
     if suite and "queue" in facts and not collect_only:
-        _run(config).start(config, len([i for i in suite if i.name.startswith(PROPERTIES_TEST)]))
+        run_state(config).start(
+            config, len([i for i in suite if i.name.startswith(PROPERTIES_TEST)])
+        )
     if facts["needs_server"]:
         dbplugin.start_server(config)
         _probe_clock(config, facts)
@@ -284,7 +286,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     _act_on(node.config, facts)
     if "queue" in facts:
         dbplugin.catch_signals(node.config)
-        _run(node.config).start(node.config, sum(f"::{PROPERTIES_TEST}[" in i for i in ids))
+        run_state(node.config).start(node.config, sum(f"::{PROPERTIES_TEST}[" in i for i in ids))
     if facts.get("needs_server"):
         dbplugin.share_server(node.config)
         _probe_clock(node.config, facts)
@@ -390,7 +392,7 @@ def leasecheck_harness(
     """Return a harness on this worker's database, reset for a new run of the machine."""
     shard = _param(request.node, "leasecheck_shard")
     if shard is not None:
-        _not_after_a_contract_error(pytestconfig)
+        not_after_a_contract_error(pytestconfig)
     named = queue_spec(pytestconfig)
     deadline = float(pytestconfig.getoption("--leasecheck-call-deadline"))
     pool = actors.Pool(leasecheck_installed_dsn, deadline=deadline)
@@ -412,22 +414,22 @@ def leasecheck_harness(
     )
     harness.reset()
     if shard is not None:
-        harness.counted = _progress(pytestconfig).example
+        harness.counted = progress_of(pytestconfig).example
         harness.told = functools.partial(told_elsewhere, pytestconfig)
     try:
         yield harness
     finally:
         pool.close()
         if shard is not None:
-            _progress(pytestconfig).idle()
+            progress_of(pytestconfig).idle()
 
 
 @pytest.fixture
 def leasecheck_out(pytestconfig: pytest.Config) -> Iterator[Path]:
     """Return the directory failure files go to (created only when one is written; a
     directory leasecheck creates gets a `.gitignore` of `*`)."""
-    out = _out_dir(pytestconfig)
-    existed = _out_existed(pytestconfig)
+    out = out_dir(pytestconfig)
+    existed = out_existed(pytestconfig)
     yield out
     if not existed:
         mark_as_ours(out)
@@ -455,7 +457,7 @@ def leasecheck_budget(
     named = queue_spec(pytestconfig)
     scope = f"{named[0] if named else ''}|{leasecheck_queue.name}|{shard.id if shard else ''}"
     shared = pytestconfig.getoption("--leasecheck-examples-from")
-    created = not _out_existed(pytestconfig)
+    created = not out_existed(pytestconfig)
     examples = outdir.examples(leasecheck_out, scope, created, Path(shared) if shared else None)
     return settings(whole, database=examples)
 
@@ -479,7 +481,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """In a run that names leasecheck's tests itself (`--pyargs leasecheck.suite`, as
     `leasecheck check` runs them), import the queue at once and catch SIGINT and SIGTERM
     from the start. Elsewhere the queue waits until the tests are collected."""
-    config.pluginmanager.register(_Reports(config), f"leasecheck-reports-{id(config)}")
+    config.pluginmanager.register(Reports(config), f"leasecheck-reports-{id(config)}")
     if SUITE in config.args and not hasattr(config, "workerinput"):
         try:
             _load_queue(config)  # told before any xdist worker starts, not after
@@ -491,13 +493,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
-    if _run_key in config.stash:
-        _run(config).finish()
-    if _progress_key in config.stash:
-        _progress(config).flush()
-    ran = _run_key in config.stash or _progress_key in config.stash
-    if ran and not _out_existed(config) and _out_dir(config).is_dir():
-        mark_as_ours(_out_dir(config))
+    if RUN_KEY in config.stash:
+        run_state(config).finish()
+    if PROGRESS_KEY in config.stash:
+        progress_of(config).flush()
+    ran = RUN_KEY in config.stash or PROGRESS_KEY in config.stash
+    if ran and not out_existed(config) and out_dir(config).is_dir():
+        mark_as_ours(out_dir(config))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -209,7 +209,7 @@ def _remember_contract_error(config: pytest.Config, test: str, line: str) -> Non
             dbplugin.write_shared(shared / "contract.json", found)
 
 
-def _not_after_a_contract_error(config: pytest.Config) -> None:
+def not_after_a_contract_error(config: pytest.Config) -> None:
     found = None
     shared = dbplugin.run_dir(config)
     if shared is not None and (shared / "contract.json").exists():
@@ -227,7 +227,7 @@ def _not_after_a_contract_error(config: pytest.Config) -> None:
 
 
 @dataclass
-class _Progress:
+class Progress:
     """What this process's shards have done, written where the controller reads it."""
 
     config: pytest.Config
@@ -273,17 +273,17 @@ class _Progress:
                 dbplugin.write_shared(path, self.state())
 
 
-_progress_key = pytest.StashKey[_Progress]()
+PROGRESS_KEY = pytest.StashKey[Progress]()
 
 
-def _progress(config: pytest.Config) -> _Progress:
-    if _progress_key not in config.stash:
-        config.stash[_progress_key] = _Progress(config)
-    return config.stash[_progress_key]
+def progress_of(config: pytest.Config) -> Progress:
+    if PROGRESS_KEY not in config.stash:
+        config.stash[PROGRESS_KEY] = Progress(config)
+    return config.stash[PROGRESS_KEY]
 
 
 @dataclass
-class _RunState:
+class RunState:
     """The controller's view of a property run: what it reports once, and its progress."""
 
     shards: int = 0
@@ -328,7 +328,7 @@ class _RunState:
 
     def processes(self, config: pytest.Config) -> list[dict[str, Any]]:
         """Return what each process has done: this one's, and each xdist worker's file."""
-        found = [_progress(config).state()]
+        found = [progress_of(config).state()]
         shared = dbplugin.run_dir(config)
         if shared is not None:
             for path in shared.glob("progress-*.json"):
@@ -387,16 +387,16 @@ def _terminal_while_captured(config: pytest.Config) -> int | None:
     return saved if isinstance(saved, int) else None
 
 
-_run_key = pytest.StashKey[_RunState]()
+RUN_KEY = pytest.StashKey[RunState]()
 
 
-def _run(config: pytest.Config) -> _RunState:
-    if _run_key not in config.stash:
-        config.stash[_run_key] = _RunState()
-    return config.stash[_run_key]
+def run_state(config: pytest.Config) -> RunState:
+    if RUN_KEY not in config.stash:
+        config.stash[RUN_KEY] = RunState()
+    return config.stash[RUN_KEY]
 
 
-class _Reports:
+class Reports:
     """In the process that prints (the controller under xdist), report each failure of
     leasecheck's once: a failure several shards found, or a contract error every shard
     met, is told in full by the first and in one line by the others; and count what
@@ -408,9 +408,9 @@ class _Reports:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         config = self.config
-        if hasattr(config, "workerinput") or _run_key not in config.stash:
+        if hasattr(config, "workerinput") or RUN_KEY not in config.stash:
             return
-        state = _run(config)
+        state = run_state(config)
         if f"::{PROPERTIES_TEST}[" in report.nodeid and (
             report.when == "teardown" or report.failed or report.skipped
         ):

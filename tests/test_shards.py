@@ -209,8 +209,8 @@ def test_two_shards_that_shrank_one_failure_at_once_tell_it_once() -> None:
         stash = pytest.Stash()
 
     config: Any = Config()
-    reports._run(config).start(config, 0)
-    told = reports._Reports(config)
+    reports.run_state(config).start(config, 0)
+    told = reports.Reports(config)
     info = {"kind": "violation", "key": "f.json", "line": "[fencing] x", "props": ["fencing"]}
     first, second = (
         pytest.TestReport(
@@ -231,10 +231,10 @@ def test_space_form_values_that_name_paths_are_rewritten(tmp_path: Path) -> None
     names = set(options.option_names())
     there = str(tmp_path)
     args = ["-x", "--leasecheck-dir", there, "--leasecheck-queue", "m:Q", "tests", "--", "-k"]
-    assert options._equals_form(args, names) == [
+    assert options.equals_form(args, names) == [
         "-x", f"--leasecheck-dir={there}", "--leasecheck-queue", "m:Q", "tests", "--", "-k",
     ]  # fmt: skip
-    assert options._equals_form(["--leasecheck-dir"], names) == ["--leasecheck-dir"]
+    assert options.equals_form(["--leasecheck-dir"], names) == ["--leasecheck-dir"]
 
 
 def test_progress_lines_stop_once_every_shard_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -254,7 +254,7 @@ def test_progress_lines_stop_once_every_shard_is_done(monkeypatch: pytest.Monkey
         pluginmanager = type("PM", (), {"get_plugin": staticmethod(lambda name: Reporter())})()
 
     config: Any = Config()
-    state = reports._RunState()
+    state = reports.RunState()
     state.start(config, 2)
     deadline = time.monotonic() + 10
     while len(Reporter.lines) < 2 and time.monotonic() < deadline:
@@ -276,12 +276,12 @@ def test_the_progress_line_says_a_failure_is_being_shrunk() -> None:
         stash = pytest.Stash()
 
     config: Any = Config()
-    progress = reports._progress(config)
+    progress = reports.progress_of(config)
     for _ in range(3):
         progress.example()
     progress.example(True, "fencing")  # the first failure, generated: then shrinking
     progress.example(False, "fencing")
-    state = reports._RunState(shards=8, started=time.monotonic())
+    state = reports.RunState(shards=8, started=time.monotonic())
     line = state.line(config)
     assert "4 examples generated, 0/8 shards done, shrinking a failure of fencing (" in line
     assert "no violation so far" not in line
