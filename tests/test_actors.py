@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -159,3 +160,35 @@ def test_closing_the_pool_ends_a_session_it_never_got_back(reference_dsn: str) -
         assert row.fetchone() == (0,)
         free = conn.execute("select pg_try_advisory_lock(4242)").fetchone()
         assert free == (True,)
+
+
+def test_a_rollback_on_a_backend_the_harness_ended_is_not_reported(
+    pool: actors.Pool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A library's transaction block raises after a crash ended its backend; psycopg's
+    rollback then meets the termination and warns. The harness caused it: not shown. The
+    same warning about a connection the harness did not end still is."""
+    b = pool.open("b")
+    inside = threading.Event()
+
+    def raises_after_its_backend_ended(c: psycopg.Connection[Any]) -> None:
+        pid = c.info.backend_pid
+        with c.transaction():
+            c.execute("select 1")
+            inside.set()
+            with psycopg.connect(pool.dsn, autocommit=True) as watcher:
+                gone = "select not exists (select from pg_stat_activity where pid = %s)"
+                while watcher.execute(gone, (pid,)).fetchone() != (True,):
+                    pass
+            raise RuntimeError("the library's own error, after the crash")
+
+    actors.submit(pool, b, raises_after_its_backend_ended, [b], after=99)  # its own thread
+    assert inside.wait(10)
+    with caplog.at_level("WARNING", logger="psycopg"):
+        pool.terminate(b)
+    assert isinstance(b.pending.exception() if b.pending else None, RuntimeError)
+    assert not [r for r in caplog.records if "error ignored in rollback" in r.getMessage()]
+    pool.release(b)
+    with psycopg.connect(pool.dsn) as own:
+        record = logging.LogRecord("psycopg", logging.WARNING, "", 0, "%s: %s", (own, "x"), None)
+        assert actors._QUIET.filter(record)
