@@ -6,12 +6,15 @@ from typing import Any
 
 import pytest
 
+import mutants
 from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.exhaustive import layer
 from leasecheck.stateful.exhaustive.scope import Scope
-from leasecheck.stateful.properties import NO_HIDDEN_CLAIMS, PropertyViolated
+from leasecheck.stateful.exhaustive.search import explore
+from leasecheck.stateful.properties import EXCLUSIVE_LEASE, NO_HIDDEN_CLAIMS, PropertyViolated
 from tests.test_exhaustive import SCOPE, CountsAfterClaim
 
 TINY = Scope(workers=1, jobs=1, moves=2, preemptions=0, rules=frozenset({"claim", "complete"}))
@@ -86,3 +89,17 @@ def test_a_reset_that_leaves_ids_running_on_is_named_when_it_cuts_a_scope(
         assert "RESTART IDENTITY" in line
     else:
         assert "running on" not in line, line
+
+
+def test_the_lease_edge_scope_kills_a_reclaim_a_moment_early(reference_pool: actors.Pool) -> None:
+    """The seventh scope: early-reclaim hands a job out in the last half second of its
+    owner's lease, which only a clock just before the lease end, its owner stopped,
+    reaches. The scope finds it within its budget; the reference holds the scope whole."""
+    scope, budget = layer.SCOPES[6]
+    early = Harness(queue=contract.load(mutants.ALL["early-reclaim"]), pool=reference_pool)
+    found = explore(early, scope, None, schedules=budget)
+    assert found.violation is not None and found.violation.violation.prop == EXCLUSIVE_LEASE
+    held = explore(
+        Harness(queue=ReferenceQueue(), pool=reference_pool), scope, None, schedules=budget
+    )
+    assert held.violation is None and held.complete

@@ -38,6 +38,10 @@ def _scope(
     )  # fmt: skip
 
 
+EDGES = "before-lease-end before-lease-end-ms before-lease-end-s past-lease-end"
+"""Where the seventh scope's clock lands: just before a lease end at each resolution
+queues store, and just past it."""
+
 SCOPES: tuple[tuple[Scope, int], ...] = (
     # One worker's life with one job, deep: attempts used up by failures and crashes, the
     # queue's own recovery between them (a failure on the last attempt, a retry cap).
@@ -69,9 +73,14 @@ SCOPES: tuple[tuple[Scope, int], ...] = (
     # the worker's name, not the attempt, lets the stale one renew. Its claims commit at
     # once (a claim held open is the fourth scope's).
     (_scope(1, 1, 4, 0, "claim asleep heartbeat", held_claims=False), 1000),
+    # A lease's edge: a claim, its owner stopped (a live one renews on time), then the
+    # clock lands just before the lease end at each resolution queues store (a
+    # microsecond, a millisecond, a second), or just past it, and the other worker
+    # claims: a reclaim a moment early, a lease stored rounded down to the second.
+    (_scope(2, 1, 4, 0, "claim pause time_passes", EDGES, held_claims=False), 500),
 )
 """Each scope and its budget in schedules under `dev` and `ci` (`deep` gives each ten
-times as many): the reference searches each whole within it (3,812 schedules in all).
+times as many): the reference searches each whole within it (4,218 schedules in all).
 Shard i of n takes every n-th scope, and `--leasecheck-shard 1/2` every other shard: the
 two costliest (the second and third, 1,122 and 1,609 schedules on the reference) stand
 apart so that a run split over two machines splits them too.
