@@ -167,7 +167,9 @@ def catch_signals(config: pytest.Config) -> None:
     def stop(signum: int, frame: FrameType | None) -> None:
         if state.received is None and not state.finishing and swallowed(frame):
             # Raised here, the interrupt would be printed and dropped: ask again at once.
-            threading.Timer(0.01, os.kill, (os.getpid(), signum)).start()
+            again = threading.Timer(0.01, os.kill, (os.getpid(), signum))
+            again.daemon = True
+            again.start()
             return
         if state.received is not None or state.finishing:
             state.received = state.received or signum

@@ -62,7 +62,8 @@ class AdapterTests:
     def test_one_job_goes_round_once(self, conn: psycopg.Connection[Any]) -> None:
         """Enqueued, claimed by one worker and not by another, completed with its effect
         where the library runs it, then claimed by nobody; state() follows each step."""
-        queue, caps = self.make(), capabilities(self.make())
+        queue = self.make()
+        caps = capabilities(queue)
         job = queue.enqueue(conn, {"n": 1})
         self._shows(conn, caps, job, "queued")
         (caps.advance_clock or clock.advance)(conn, TICK)  # as the machine's every step
