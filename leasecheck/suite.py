@@ -137,7 +137,7 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
         unusable = str(error)
     except Flaky as error:
         # Not a verdict either: one program ran twice and was answered differently.
-        unusable, apart = None, _replayed_apart(error)
+        unusable, apart = None, _replayed_apart(error, harness.recorder.stories.parted())
     except ShrinkSpent as error:
         spent, unusable = error.limit, None
         broken = [(_shrunk_alone(harness), None)]
@@ -200,14 +200,17 @@ def _budget(spent: int | None) -> str:
     return f" in the {spent} examples the shrink budget allows (--leasecheck-shrink full goes on)"
 
 
-def _replayed_apart(error: Flaky) -> str:
+def _replayed_apart(error: Flaky, parted: str | None = None) -> str:
     """Say, in one line, that Hypothesis ran one program twice and it was answered
-    differently: nothing is judged on answers the program does not decide, and the cause
-    may be the queue's or the run's, so neither is blamed."""
+    differently, and where the two runs parted when their stories show it: nothing is
+    judged on answers the program does not decide, and the cause may be the queue's or
+    the run's, so neither is blamed."""
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    where = f"; {parted}" if parted else ""
     return (
         "leasecheck: NOT A VERDICT: the same program met different answers when it ran again "
-        f"(Hypothesis: {type(error).__name__}: {first}), so no property was judged on it. "
+        f"(Hypothesis: {type(error).__name__}: {first}), so no property was judged on it"
+        f"{where}. "
         "Something besides the program decided them: in the queue, ties in an ORDER BY "
         "broken by random ids (UUIDs from random bits, as uuidv7 fallbacks before "
         "PostgreSQL 18 make them), random() or the real clock; or in the run, timing the "

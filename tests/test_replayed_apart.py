@@ -58,4 +58,7 @@ def test_answers_the_program_does_not_decide_are_no_verdict(
         "(Hypothesis: Flaky"
     ), said
     assert "\n" not in said and "so no property was judged on it" in said
+    # where: a claim that took the job in one run and answered nothing in the other
+    assert "the two runs parted at step " in said and "state.claim(" in said, said
+    assert "an earlier run of the same steps" in said, said
     assert not list(tmp_path.iterdir()), "no failure files: nothing was judged"

@@ -83,8 +83,15 @@ class LeaseMachine(RuleBasedStateMachine):
 
     def __init__(self, harness: Harness) -> None:
         super().__init__()
-        self.d = Driver(harness, say=note, seen=situation)
+        stories = harness.recorder.stories
+
+        def tell(message: str) -> None:
+            stories.told(message)
+            note(message)
+
+        self.d = Driver(harness, say=tell, seen=situation)
         self.program = self.d.core.program
+        stories.begin(self.program)
 
     @property
     def caps(self) -> Capabilities:

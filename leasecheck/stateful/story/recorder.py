@@ -10,6 +10,7 @@ from typing import Any
 from leasecheck.stateful.history import History
 from leasecheck.stateful.program import FORMAT, Step, digest, to_json
 from leasecheck.stateful.properties import Violation
+from leasecheck.stateful.story.parted import Stories
 from leasecheck.stateful.story.svg import draw
 
 
@@ -27,9 +28,11 @@ class Failure:
 
 @dataclass
 class Recorder:
-    """Keeps the last failing example per property, for the files a failing run leaves."""
+    """Keeps the last failing example per property, for the files a failing run leaves,
+    and the latest examples' stories, to say where two runs of one program parted."""
 
     last: dict[str, Failure] = field(default_factory=dict)
+    stories: Stories = field(default_factory=Stories)
 
     def write(
         self, directory: Path, queue: str, spec: str, excused: Iterable[str] = ()
