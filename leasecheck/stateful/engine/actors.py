@@ -74,9 +74,10 @@ def _quiet_psycopg() -> None:
             logger.addFilter(_QUIET)
 
 
-def _ended(session: Session) -> None:
-    """Mark the session's backend as ended by the harness."""
-    session.terminated = True
+def _ending(session: Session) -> None:
+    """Note that the harness is about to end the session's backend: before the command
+    goes, since the library's thread may meet the termination (and psycopg warn) before
+    the harness hears that it is done."""
     with contextlib.suppress(TypeError):
         _ENDED.add(session.conn)
 
@@ -208,7 +209,7 @@ class Pool:
         except CallHung:
             with contextlib.suppress(psycopg.Error, Stuck):  # its backend may still be busy
                 self.terminate(session)
-            _ended(session)  # wherever the library was, its connection is done
+            session.terminated = True  # wherever the library was, its connection is done
             raise CallHung(hung(session, self.deadline)) from None
         finally:
             with self._guard:
@@ -309,6 +310,7 @@ class Pool:
         """End the session's backend from the server side and wait until it is gone."""
         if not session.broken:
             pid = session.pid
+            _ending(session)
             self.monitor.execute("select pg_terminate_backend(%s)", (pid,))
             # Locks go before the activity entry does, so once the pid is gone
             # from pg_stat_activity everything it held is released.
@@ -317,7 +319,7 @@ class Pool:
             while not self.monitor.execute(gone, (pid,)).fetchone()[0]:  # type: ignore[index]
                 if time.monotonic() > deadline:
                     raise Stuck(f"backend {pid} ({session.label}) did not exit after termination")
-        _ended(session)
+        session.terminated = True
         if session.gate is not None:
             session.gate.open()  # a parked call goes on, into the dead connection
         if session.pending is not None:
@@ -347,11 +349,12 @@ class Pool:
         wait_futures(pending, timeout=GRACE)
         going = [s for s in sessions if s.pending is not None and not s.pending.done()]
         for session in going:
+            _ending(session)
             if session.thread is not None:
                 _raise_in(session.thread)
             with contextlib.suppress(psycopg.Error):  # back to Python, where it lands
                 self.monitor.execute("select pg_terminate_backend(%s)", (session.pid,))
-            _ended(session)
+            session.terminated = True
         if going:
             wait_futures([s.pending for s in going if s.pending is not None], timeout=GRACE)
             raise CallHung(hung(going[0], self.deadline))
