@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -158,11 +159,18 @@ def test_an_interrupt_is_never_raised_where_python_would_drop_it() -> None:
         def __del__(self) -> None:
             seen["__del__"] = dbplugin.swallowed(sys._getframe())
 
+    class Hashed:  # a WeakSet hashes its members from its own code (its callbacks' home)
+        def __hash__(self) -> int:
+            seen.setdefault("weakref module", dbplugin.swallowed(sys._getframe()))
+            return 0
+
     gc.callbacks.append(callback)
     try:
         gc.collect()
     finally:
         gc.callbacks.remove(callback)
     Dying()
-    assert seen == {"gc callback": True, "__del__": True}
+    member = Hashed()
+    assert member in weakref.WeakSet([member])
+    assert seen == {"gc callback": True, "__del__": True, "weakref module": True}
     assert not dbplugin.swallowed(sys._getframe())

@@ -47,8 +47,10 @@ FIRST_LOOK = 0.0002
 """Seconds before `settle` first asks whether a call finished or waits on a lock."""
 
 
-_ENDED: weakref.WeakSet[Connection[Any]] = weakref.WeakSet()
-"""Connections whose backend the harness ended (a crash, a cut, a call past its deadline)."""
+_ENDED: dict[int, weakref.ref[Connection[Any]]] = {}
+"""Connections whose backend the harness ended (a crash, a cut, a call past its
+deadline), by id. Plain references, with no callback: a WeakSet's callback would be one
+more place where an interrupt is dropped."""
 
 
 class _QuietAboutTheEnded(logging.Filter):
@@ -60,7 +62,8 @@ class _QuietAboutTheEnded(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         about = record.args[0] if isinstance(record.args, tuple) and record.args else None
         conn = getattr(about, "connection", about)  # a Transaction names its connection
-        return conn not in _ENDED
+        ended = _ENDED.get(id(conn))
+        return ended is None or ended() is not conn
 
 
 _QUIET = _QuietAboutTheEnded()
@@ -78,8 +81,10 @@ def _ending(session: Session) -> None:
     """Note that the harness is about to end the session's backend: before the command
     goes, since the library's thread may meet the termination (and psycopg warn) before
     the harness hears that it is done."""
-    with contextlib.suppress(TypeError):
-        _ENDED.add(session.conn)
+    if len(_ENDED) > 1000:  # forget the connections gone since
+        for key in [k for k, ref in _ENDED.items() if ref() is None]:
+            del _ENDED[key]
+    _ENDED[id(session.conn)] = weakref.ref(session.conn)
 
 
 class Stuck(RuntimeError):
