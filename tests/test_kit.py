@@ -58,3 +58,11 @@ def test_a_violation_not_given_up_fails_the_search(pool: actors.Pool) -> None:
     with pytest.raises(PropertyViolated) as caught:
         GivesUpTooLittle().test_every_other_property_holds(pool)
     assert caught.value.violation.prop != "fencing"
+
+
+def test_a_subclass_that_names_no_queue_is_told_how_in_one_line() -> None:
+    class Nameless(kit.AdapterTests):
+        pass
+
+    with pytest.raises(TypeError, match=r"Nameless names no queue: set `queue = MyLibQueue`"):
+        Nameless().test_the_queue_meets_the_contract()

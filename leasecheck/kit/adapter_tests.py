@@ -49,7 +49,13 @@ class AdapterTests:
 
     def make(self) -> Queue:
         """Return a fresh queue, as a property run builds it."""
-        return type(self).queue()  # type: ignore[no-any-return]
+        make = getattr(type(self), "queue", None)
+        if make is None:
+            raise TypeError(
+                f"{type(self).__name__} names no queue: set `queue = MyLibQueue` (the "
+                "adapter's class, or a function that builds it) in the class body"
+            )
+        return make()  # type: ignore[no-any-return]
 
     def test_the_queue_meets_the_contract(self) -> None:
         """Every required member is there, the declarations are well formed, and what
