@@ -132,3 +132,21 @@ def test_with_one_worker_a_stall_with_a_rival_is_the_lone_stall(
         ]
         reached.append(run_program(harness, steps, scope))
     assert reached[0] == reached[1]
+
+
+def test_one_program_run_twice_reaches_one_state(reference_pool: actors.Pool) -> None:
+    """A state holds no address: a batch completion in flight (its claims once kept by
+    id()) and a paused call (its gate's lock, whose repr has one) kept every run of the
+    program apart from the last, so twins never merged and two searches of one scope
+    counted different numbers of states."""
+    harness = Harness(queue=ReferenceQueue(), pool=reference_pool)
+    scope = Scope(workers=2, jobs=1, moves=3, preemptions=1)
+    stall = Stall(worker=0, alone=False, then="batch", rival="holds, lock_timeout")
+    steps = [
+        *scope.start(),
+        Step("claim", {"how": Take(0, False)}),
+        Step("preempt", {"pick": 0, "after": 1}),
+        Step("asleep", {"how": stall}),
+    ]
+    first, second = (run_program(harness, steps, scope) for _ in range(2))
+    assert first == second

@@ -208,19 +208,22 @@ class Calls:
         for h in batch:
             h.completion_sent = True
         record = clock.QUERIES["record_effect"].text
-        calls = {id(h.raw): next(self.core.call_ids) for h in batch}
-        rows = {
-            id(h.raw): {
-                "call_id": calls[id(h.raw)],
+        # Each claim's call by its place in the batch, never by id(): the explorer's
+        # state takes in what this closure captures, and an address differs every run.
+        calls = [next(self.core.call_ids) for _ in batch]
+        rows = [
+            {
+                "call_id": call_id,
                 "job": str(h.claim.job_id),
                 "token": repr(h.claim.token),
                 "worker": h.label,
             }
-            for h in batch
-        }
+            for h, call_id in zip(batch, calls, strict=True)
+        ]
 
         def recorded_effect(conn: Connection[Any], raw: Any) -> None:
-            conn.execute(record, rows[id(raw)])
+            place = next(i for i, h in enumerate(batch) if h.raw is raw)
+            conn.execute(record, rows[place])
 
         effect: BatchEffect = recorded_effect
         if not self.caps.transactional_effects:
@@ -234,8 +237,7 @@ class Calls:
                     w.held.remove(h)
             self.core.db_dirty = True
             reads = answers.answers(self.queue.name, outcome, len(batch))
-            for h, read in zip(batch, reads, strict=True):
-                call_id = calls[id(h.raw)]
+            for h, read, call_id in zip(batch, reads, calls, strict=True):
                 self.core.completions[call_id] = (h, read.yes if read.judged else None)
                 if not read.judged:  # the connection died under it, or the harness ended it
                     self.core.release_lost(w, "complete", h, at)

@@ -43,11 +43,11 @@ class LockTimeouts:
         self.core = core
         self.armed: set[str] = set()
         """Workers whose calls run with a lock timeout set, until one of them times out."""
-        self.timed_out: dict[int, tuple[str | None, list[Rival]]] = {}
-        """Claims (by id) whose call a lock timeout ended: why it is not judged at all (a
+        self.timed_out: dict[Held, tuple[str | None, list[Rival]]] = {}
+        """Claims whose call a lock timeout ended: why it is not judged at all (a
         lock it may have waited on that says nothing of its own job), and each other
         worker's open transaction (its updates list, and whether it committed)."""
-        self.holders: dict[int, str] = {}
+        self.holders: dict[Held, str] = {}
         """The same claims: the open transactions that may have held the lock, in words,
         as they stood when the call timed out (what its refusal's story names)."""
 
@@ -156,8 +156,8 @@ class LockTimeouts:
                         "was open, which may hold that job's row: the wait may have been on it"
                     )
         if why is not None or rivals:
-            self.timed_out[id(held)] = (why, rivals)
-            self.holders[id(held)] = _held_by([o for o, _, _ in rivals])
+            self.timed_out[held] = (why, rivals)
+            self.holders[held] = _held_by([o for o, _, _ in rivals])
 
     def judge(
         self,
@@ -179,8 +179,8 @@ class LockTimeouts:
         claim of a batch, when another worker's open transaction held another job of the
         batch, or no claim of this one (it may have held the row of another job of the
         batch all the same: the wait, and so the refusal, may be that job's)."""
-        waited = self.timed_out.pop(id(h), None)
-        holders = self.holders.pop(id(h), "")
+        waited = self.timed_out.pop(h, None)
+        holders = self.holders.pop(h, "")
         if waited is None or read.raised is None:
             _answer(self.core, h, op, read, at, answered, lease_from)
             return

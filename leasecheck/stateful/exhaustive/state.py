@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections import Counter
 from collections.abc import Hashable, Iterable
 from pathlib import Path
@@ -108,7 +109,7 @@ def harness_state(d: Driver) -> Hashable:
     flight = core.oracle.in_flight
     calls = _Ranks(
         [
-            *scheduler.claims_in_flight, *timeouts.timed_out, *refused, *core.voided,
+            *scheduler.claims_in_flight, *refused, *core.voided,
             *flight.calls, *(c for w in flight.waiting for c in w.calls),
             *(c for w in core.actors() for c in w.txn_calls),
         ]
@@ -123,7 +124,7 @@ def harness_state(d: Driver) -> Hashable:
         tuple(sorted((n, core.steps - s, h) for n, (s, h) in scheduler.pauses.items())),
         calls.all(scheduler.claims_in_flight),
         tuple(sorted(timeouts.armed)),
-        tuple(sorted((calls.of(c), _canon(v, calls)) for c, v in timeouts.timed_out.items())),
+        tuple(sorted((h.label, _canon(v, calls)) for h, v in timeouts.timed_out.items())),
         tuple(sorted((calls.of(c), core.completions[c][0].label) for c in refused)),
         calls.all(core.voided),
         # what a call timed out on a lock looks back on (`LockTimeouts`), while one runs
@@ -285,7 +286,12 @@ def _canon(value: Any, calls: _Ranks, seen: frozenset[int] = frozenset()) -> Has
                 )
             ),
         )
-    return ("value", type(value).__name__, repr(value))
+    # An address differs on every run (a lock's repr has one), and would keep apart
+    # states that are one, or read differently on two runs of one program.
+    return ("value", type(value).__name__, _ADDRESS.sub("", repr(value)))
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def _cell(cell: Any) -> Any:
