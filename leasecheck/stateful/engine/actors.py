@@ -278,6 +278,7 @@ class Pool:
             session.label = label
             session.used = False
             session.times_out = False
+            session.gate = None  # the last example's, if its last call was gated
         else:
             self._count += 1
             executor = ThreadPoolExecutor(1, thread_name_prefix=f"leasecheck-{self._count}")

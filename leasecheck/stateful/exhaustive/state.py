@@ -197,10 +197,12 @@ def _actor(w: Worker, now: int, calls: _Ranks) -> Hashable:
 
 def _session(s: Session | None) -> Hashable:
     """Return where a session's call is: none, running or blocked, or paused after so many
-    round trips (what its open transaction holds is in the rows, or not yet committed)."""
+    round trips (what its open transaction holds is in the rows, or not yet committed).
+    The gate of a call that has returned is left out: the next call replaces it."""
     if s is None:
         return None
-    gate, running = s.gate, s.pending is not None and not s.pending.done()
+    running = s.pending is not None and not s.pending.done()
+    gate = s.gate if running else None
     return (
         s.what if running else None,
         running,
