@@ -10,8 +10,10 @@ it got: a search cut short is no proof.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from leasecheck.dbfixtures import janitor, servers
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors, isolation, probe
 from leasecheck.stateful.engine.core import MAX_JOBS, Harness
+from leasecheck.stateful.exhaustive import parallel
 from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.exhaustive.search import explore
 
@@ -68,8 +71,34 @@ def add_parser(commands: Any) -> None:
         default=os.environ.get("LEASECHECK_DSN"),
         help="your PostgreSQL server (default: $LEASECHECK_DSN, else an embedded one)",
     )
+    cmd.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="search processes, each on a database of its own (default: the CPUs this "
+        "process may use; 1 searches in this process)",
+    )
     cmd.add_argument("--leasecheck-dir", default=".leasecheck", help="where failures go")
     cmd.set_defaults(run=command)
+
+
+def _processes(asked: int | None) -> int | None:
+    """Return how many processes search: as asked, else the CPUs this process may use
+    (1 where processes cannot be forked); None for a number below 1."""
+    if asked is not None:
+        return asked if asked >= 1 else None
+    if not parallel.available():
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _clock_problem(server_dsn: str, queue: Any) -> str | None:
+    """Return why the queue cannot run on simulated time, tried on a database of its own."""
+    with janitor.temporary(server_dsn, "explore") as dsn:
+        clock.prepare(dsn, queue)
+        with clock.connect(dsn) as conn:
+            return probe.clock_problem(queue, conn)
 
 
 def command(args: Any) -> int:
@@ -81,6 +110,10 @@ def command(args: Any) -> int:
             file=sys.stderr,
         )
         return 2
+    processes = _processes(args.processes)
+    if processes is None:
+        print("leasecheck explore: give --processes 1 or more", file=sys.stderr)
+        return 2
     sys.path.insert(0, os.getcwd())
     try:
         queue = contract.load(args.queue)
@@ -89,19 +122,28 @@ def command(args: Any) -> int:
         print(f"leasecheck explore: {exc}", file=sys.stderr)
         return 2
     try:
-        with janitor.temporary(server.dsn, "explore") as dsn:
-            clock.prepare(dsn, queue)
-            with clock.connect(dsn) as conn:
-                problem = probe.clock_problem(queue, conn)
-            if problem is not None:
-                print(problem, file=sys.stderr)
-                return 2
-            pool = actors.Pool(dsn)
-            harness = Harness(queue=queue, pool=pool, spec=args.queue, isolation=args.isolation)
-            try:
+        problem = _clock_problem(server.dsn, queue)
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 2
+
+        @contextlib.contextmanager
+        def make() -> Iterator[Harness]:
+            with janitor.temporary(server.dsn, "explore") as dsn:
+                clock.prepare(dsn, queue)
+                pool = actors.Pool(dsn)
+                try:
+                    yield Harness(queue=queue, pool=pool, spec=args.queue, isolation=args.isolation)
+                finally:
+                    pool.close()
+
+        if processes > 1:
+            done, harness = parallel.explore(
+                make, processes, scope, args.seconds, args.ignore_column
+            )
+        else:
+            with make() as harness:
                 done = explore(harness, scope, args.seconds, args.ignore_column)
-            finally:
-                pool.close()
     finally:
         server.stop()
     if done.violation is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Hashable
@@ -206,3 +207,36 @@ def test_a_transaction_held_from_another_instant_is_another_state(
         states.append(state.fingerprint(d, tables))
         d.teardown()
     assert states[0] != states[1]
+
+
+def _explore(queue: str, processes: int, dsn: str, out: Path) -> tuple[int, list[str]]:
+    """Run `leasecheck explore` over 2 moves on `dsn`'s server; return its exit code and
+    its lines, the seconds taken cut from the closing one."""
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "leasecheck.cli", "explore", queue, "--moves", "2",
+            "--processes", str(processes), "--pg-dsn", dsn, "--leasecheck-dir", str(out),
+        ],
+        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    lines = done.stdout.strip().splitlines()
+    return done.returncode, [*lines[:-1], re.sub(r", [\d.]+ s$", "", lines[-1])]
+
+
+@pytest.mark.parametrize(
+    ("queue", "code"),
+    [("leasecheck.reference.queue:ReferenceQueue", 0), ("mutants.naive:Naive", 1)],
+)
+def test_processes_search_what_one_process_does(
+    leasecheck_server_dsn: str, tmp_path: Path, queue: str, code: int
+) -> None:
+    """Searchers in processes of their own count the same schedules and states as one
+    process, and end in the same counterexample, which the parent saves (the timeline's
+    lines are the parent's own replay of it)."""
+    one = _explore(queue, 1, leasecheck_server_dsn, tmp_path / "one")
+    two = _explore(queue, 2, leasecheck_server_dsn, tmp_path / "two")
+    assert one[0] == two[0] == code, two
+    assert [line for line in one[1] if "saved" not in line] == [
+        line for line in two[1] if "saved" not in line
+    ]
+    assert len(list((tmp_path / "two").glob("*.json"))) == code

@@ -17,7 +17,7 @@ programs of the first move, so n shards split one scope between them.
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.engine.driver import Driver
@@ -28,7 +28,7 @@ from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 
 
-class _Budget:
+class Budget:
     """Schedules and seconds left; either may be unbounded."""
 
     def __init__(self, schedules: int | None, seconds: float | None) -> None:
@@ -53,20 +53,20 @@ def explore(
     """Search `scope` breadth first within the budget; the columns named in `ignored`
     are not part of a state (see `Tables`)."""
     started = time.monotonic()
-    budget = _Budget(schedules, seconds)
+    budget = Budget(schedules, seconds)
     done = Outcome()
-    seen: set[Hashable] = set()
+    fresh = first_time(set())
     start = scope.start()
     tables = Tables(harness.pool.monitor, ignored)
     harness.reset()
     before = tables.sequences(harness.pool.monitor)
     try:
-        state, offered = _run(harness, start, scope, tables, judge_end=True)
+        _, _, offered = run(harness, start, scope, tables, fresh, judge_end=True)
     except PropertyViolated as error:
-        return _found(done, error, start, started)
+        done.seconds = time.monotonic() - started
+        return found(done, error, start)
     after = tables.sequences(harness.pool.monitor)  # the program's end reset the queue
     done.running_on = tuple(name for name, value in after.items() if before.get(name) != value)
-    seen.add(state)
     index, count = part
     frontier = [(start, offered[index::count])]
     for depth in range(1, scope.moves + 1):
@@ -80,10 +80,11 @@ def explore(
                 steps = [*prefix, move]
                 done.schedules += 1
                 try:
-                    state, offered = _run(harness, steps, scope, tables, seen=seen)
+                    _, new, offered = run(harness, steps, scope, tables, fresh)
                 except PropertyViolated as error:
-                    return _found(done, error, steps, started)
-                if state is not None:
+                    done.seconds = time.monotonic() - started
+                    return found(done, error, steps)
+                if new:
                     done.states += 1
                     deeper.append((steps, offered))
         frontier = deeper
@@ -92,19 +93,36 @@ def explore(
     return done
 
 
-def _run(
+Fresh = Callable[[Hashable], bool]
+"""Whether a state is met for the first time (and, if so, is now met)."""
+
+
+def first_time(seen: set[Hashable]) -> Fresh:
+    """Return the `Fresh` of one process's search, over the states in `seen`."""
+
+    def fresh(state: Hashable) -> bool:
+        if state in seen:
+            return False
+        seen.add(state)
+        return True
+
+    return fresh
+
+
+def run(
     harness: Harness,
     steps: list[Step],
     scope: Scope,
     tables: Tables,
+    fresh: Fresh,
     *,
-    seen: set[Hashable] | None = None,
     judge_end: bool = False,
-) -> tuple[Hashable | None, list[Step]]:
+) -> tuple[Hashable, bool, list[Step]]:
     """Run `steps` on a fresh driver (the harness was reset by the program before),
-    judging after each; return the state it reached and the moves it offers next, or
-    None for a state in `seen` (added to it otherwise). A new state is brought to rest
-    and judged at its end; a state met before only cleaned up. A broken property raises.
+    judging after each; return the state it reached, whether `fresh` called it new,
+    and the moves it offers next. A new state is brought to rest and judged at its
+    end (as every state is with `judge_end`); a state met before only cleaned up. A
+    broken property raises.
     """
     d = Driver(harness)
     d.core.program.extend(steps)
@@ -113,18 +131,16 @@ def _run(
             getattr(d, step.rule)(**step.args)
             d.check()
         state = fingerprint(d, tables)
-        fresh = seen is None or state not in seen
-        offered = enabled(d, scope, sum(s.rule == "preempt" for s in steps)) if fresh else []
-        if seen is not None and fresh:
-            seen.add(state)
+        offered = enabled(d, scope, sum(s.rule == "preempt" for s in steps))
+        new = fresh(state)
     except BaseException:
         d.core.clean_up()
         raise
-    if fresh or judge_end or _in_flight(d):
+    if new or judge_end or _in_flight(d):
         d.teardown()  # a call in flight goes on: cheaper than ending its backend
     else:
         d.core.clean_up()
-    return (state if fresh else None), offered
+    return state, new, offered
 
 
 def _in_flight(d: Driver) -> bool:
@@ -134,9 +150,9 @@ def _in_flight(d: Driver) -> bool:
     )
 
 
-def _found(done: Outcome, error: PropertyViolated, steps: list[Step], started: float) -> Outcome:
+def found(done: Outcome, error: PropertyViolated, steps: list[Step]) -> Outcome:
+    """Return `done` with the counterexample `steps` and what it broke."""
     done.violation, done.counterexample = error, steps
-    done.seconds = time.monotonic() - started
     return done
 
 
@@ -145,6 +161,5 @@ def run_program(harness: Harness, steps: list[Step], scope: Scope) -> tuple[Hash
     (what a test of the explorer compares)."""
     harness.reset()
     tables = Tables(harness.pool.monitor)
-    state, offered = _run(harness, steps, scope, tables, judge_end=True)
-    assert state is not None
+    state, _, offered = run(harness, steps, scope, tables, first_time(set()), judge_end=True)
     return state, offered
