@@ -121,7 +121,8 @@ def _search(
             done.schedules = before + first + 1
             _new_states(level, met, done, first)
             return _replayed(harness, level.programs[first], scope, tables, done)
-        if not whole:
+        if not whole:  # the states of the programs run, as one process counts them
+            _new_states(level, met, done, done.schedules - before)
             done.complete = False
             return done
         frontier = _new_states(level, met, done, len(level.programs))
