@@ -10,16 +10,12 @@ while the claim was in flight may have come after it took the job.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.verdict.grants import JobModel
-
-if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.model import Oracle
+from leasecheck.stateful.verdict.view import Promises
 
 
-def seen(oracle: Oracle, job: JobModel) -> None:
+def seen(oracle: Promises, job: JobModel) -> None:
     """Count a claim of `job` (not yet recorded) at or past its cap on claims."""
     cap, n = oracle.max_attempts, len(job.grants) + 1
     if cap is not None and n >= cap:
@@ -28,7 +24,7 @@ def seen(oracle: Oracle, job: JobModel) -> None:
         )
 
 
-def judge(oracle: Oracle, job: JobModel, label: str, sent: int | None) -> None:
+def judge(oracle: Promises, job: JobModel, label: str, sent: int | None) -> None:
     """Judge a grant of `job` (not yet recorded; `sent`: its claim call, if it was in
     flight) against both caps."""
     cap, n = oracle.max_attempts, len(job.grants) + 1
@@ -60,12 +56,12 @@ def judge(oracle: Oracle, job: JobModel, label: str, sent: int | None) -> None:
     )
 
 
-def capped(oracle: Oracle) -> bool:
+def capped(oracle: Promises) -> bool:
     """Return whether the queue promises to give jobs up at a cap (on claims or failures)."""
     return oracle.max_attempts is not None or oracle.max_failures is not None
 
 
-def exhausted(oracle: Oracle, job: JobModel) -> bool:
+def exhausted(oracle: Promises, job: JobModel) -> bool:
     """Return whether the job used every claim, or every failure, it was promised."""
     claims, failures = oracle.max_attempts, oracle.max_failures
     return (claims is not None and len(job.grants) >= claims) or (
@@ -73,7 +69,7 @@ def exhausted(oracle: Oracle, job: JobModel) -> bool:
     )
 
 
-def may_be_exhausted(oracle: Oracle, job: JobModel) -> bool:
+def may_be_exhausted(oracle: Promises, job: JobModel) -> bool:
     """Return whether claims, or failure reports, that lost their answers could have used
     the job's last attempts unseen."""
     claims, failures = oracle.max_attempts, oracle.max_failures
@@ -83,7 +79,7 @@ def may_be_exhausted(oracle: Oracle, job: JobModel) -> bool:
     )
 
 
-def promised(oracle: Oracle, job: JobModel) -> str:
+def promised(oracle: Promises, job: JobModel) -> str:
     """Return what the job had used of what it was promised, in words."""
     used = []
     if oracle.max_attempts is not None:
@@ -96,7 +92,7 @@ def promised(oracle: Oracle, job: JobModel) -> str:
     return " and ".join(used)
 
 
-def lost_attempts(oracle: Oracle, job: JobModel) -> str:
+def lost_attempts(oracle: Promises, job: JobModel) -> str:
     """Say why whether the job used up its attempts cannot be told."""
     counted = []
     if oracle.max_attempts is not None and oracle.in_flight.lost:

@@ -9,17 +9,13 @@ call answer, so none is expected), and then done-effect reads the same answers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import DONE, FAILED
 from leasecheck.stateful.verdict import caps, effects, releases
-
-if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.model import Oracle
+from leasecheck.stateful.verdict.view import Jobs
 
 
-def judge(oracle: Oracle) -> None:
+def judge(oracle: Jobs) -> None:
     """Judge no-lost-jobs, then done-effect, once healing and a full drain are over."""
     ledger = oracle.ledger
     oracle.in_flight.never_answered(ledger)
@@ -42,7 +38,7 @@ def judge(oracle: Oracle) -> None:
     effects.judge(oracle)  # done-effect, from what state() showed just now
 
 
-def lost_jobs(oracle: Oracle) -> list[str]:
+def lost_jobs(oracle: Jobs) -> list[str]:
     """Return the jobs the queue shows neither done once nor failed for good (after a drain).
 
     Read from the queue's own `state`; the caller judges this only when it has one.

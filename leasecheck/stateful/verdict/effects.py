@@ -19,16 +19,12 @@ inside a held transaction), which is the harness's doing, not the queue's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import DONE
-
-if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.model import Oracle
+from leasecheck.stateful.verdict.view import Jobs
 
 
-def judge(oracle: Oracle) -> None:
+def judge(oracle: Jobs) -> None:
     """Flag every job the queue showed done without an effect, from the `state()`
     answers no-lost-jobs read after the drain (no read of its own, so a history saved
     before this property existed is judged again from the answers it holds)."""

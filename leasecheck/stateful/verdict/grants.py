@@ -10,7 +10,15 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from leasecheck.stateful.contract import Claim
-from leasecheck.stateful.verdict.window import Mark
+
+
+@dataclass(frozen=True)
+class Mark:
+    """When a change of ownership was told: its place among every such change told
+    (grants and accepted releases, in commit order) and the instant it answered."""
+
+    moment: int
+    instant: int
 
 
 @dataclass(eq=False)

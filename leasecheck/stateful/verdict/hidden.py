@@ -20,14 +20,11 @@ inside a transaction the harness holds is told to the oracle when it commits, an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import RUNNING, JobId
-
-if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.grants import JobModel
-    from leasecheck.stateful.verdict.model import Oracle
+from leasecheck.stateful.verdict.grants import JobModel
+from leasecheck.stateful.verdict.view import Jobs
 
 
 @dataclass
@@ -42,7 +39,7 @@ class Doubts:
 
     grants_then: dict[JobId, int] = field(default_factory=dict)
 
-    def doubt(self, oracle: Oracle) -> None:
+    def doubt(self, oracle: Jobs) -> None:
         for job_id, job in oracle.jobs.items():
             if not job.finished:
                 self.grants_then[job_id] = len(job.grants)
@@ -56,17 +53,17 @@ def _explained(job: JobModel) -> bool:
     return job.finished or job.unseen or any(not g.released for g in job.grants)
 
 
-def judge(oracle: Oracle, unknown: bool) -> None:
+def judge(oracle: Jobs, doubts: Doubts, unknown: bool) -> None:
     """Judge, after a step in which a claim answered, every job the queue shows running
     that the model cannot account for; `unknown`: a claim's outcome was left unknown."""
     if unknown:
-        oracle.doubts.doubt(oracle)
+        doubts.doubt(oracle)
     if oracle.observe is None:
         return  # a named gap (contract.not_checked): nothing shows what is running
     if oracle.in_flight.calls:
         return  # one of them may hold any job: judged once it answers
     for job_id, job in oracle.jobs.items():
-        if _explained(job) or oracle.doubts.holds(job_id, job):
+        if _explained(job) or doubts.holds(job_id, job):
             continue
         oracle.ledger.saw("job no claim holds looked at after a claim")
         if oracle.observe(job_id) != RUNNING:

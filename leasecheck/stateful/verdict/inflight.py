@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from leasecheck.stateful.contract import JobId
+from leasecheck.stateful.verdict.grants import JobModel
 from leasecheck.stateful.verdict.ledger import Ledger
-
-if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.grants import JobModel
 
 
 @dataclass

@@ -17,12 +17,12 @@ from leasecheck.stateful.contract import FAILED, RUNNING, Claim, JobId
 from leasecheck.stateful.properties import Violation
 from leasecheck.stateful.units import stamp
 from leasecheck.stateful.verdict import caps, drain, releases, window
-from leasecheck.stateful.verdict.grants import Grant, JobModel
+from leasecheck.stateful.verdict.grants import Grant, JobModel, Mark
 from leasecheck.stateful.verdict.hidden import Doubts
 from leasecheck.stateful.verdict.inflight import InFlight
 from leasecheck.stateful.verdict.ledger import Ledger
 from leasecheck.stateful.verdict.receiver import Effects
-from leasecheck.stateful.verdict.window import Mark, Sent, Window
+from leasecheck.stateful.verdict.window import Sent, Window
 
 Observe = Callable[[JobId], str]
 """Reads a job's status from the queue's own tables (the contract's `state`)."""

@@ -13,15 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import JobId
+from leasecheck.stateful.verdict.grants import Grant, JobModel
 from leasecheck.stateful.verdict.keys import KeyOwners
 from leasecheck.stateful.verdict.ledger import Ledger
-
-if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.grants import Grant, JobModel
 
 
 @dataclass

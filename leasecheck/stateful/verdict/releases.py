@@ -12,13 +12,10 @@ or lost its answer (it may have committed).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from leasecheck.stateful.units import stamp
+from leasecheck.stateful.verdict.grants import Grant
 from leasecheck.stateful.verdict.ledger import Ledger
-
-if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.grants import Grant
 
 NAMES = {"complete": "completion", "fail": "failure report"}
 

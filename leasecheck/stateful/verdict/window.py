@@ -26,23 +26,12 @@ still one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from leasecheck.stateful.units import stamp
-
-if TYPE_CHECKING:
-    from leasecheck.stateful.verdict.grants import Grant, JobModel
+from leasecheck.stateful.verdict.grants import Grant, JobModel, Mark
 
 Kind = Literal["granted", "completed", "released"]
-
-
-@dataclass(frozen=True)
-class Mark:
-    """When a change of ownership was told: its place among every such change told
-    (grants and accepted releases, in commit order) and the instant it answered."""
-
-    moment: int
-    instant: int
 
 
 @dataclass(frozen=True)
