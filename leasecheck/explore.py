@@ -114,6 +114,13 @@ def command(args: Any) -> int:
     if processes is None:
         print("leasecheck explore: give --processes 1 or more", file=sys.stderr)
         return 2
+    if processes > 1 and not parallel.available():
+        print(
+            "leasecheck explore: searching in several processes needs fork(), which this "
+            "platform lacks: give --processes 1",
+            file=sys.stderr,
+        )
+        return 2
     sys.path.insert(0, os.getcwd())
     try:
         queue = contract.load(args.queue)

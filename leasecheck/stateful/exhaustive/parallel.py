@@ -67,9 +67,8 @@ def explore(
         pipes = [pipe for pipe, _ in searchers]
         harness = stack.enter_context(make())
         done = _search(harness, pipes, scope, Budget(schedules, seconds), tuple(ignored))
-        done.seconds = time.monotonic() - started
-        return done, harness
-    raise AssertionError("unreachable")  # pragma: no cover
+    done.seconds = time.monotonic() - started
+    return done, harness
 
 
 @dataclass
@@ -159,7 +158,7 @@ def _deal(
                 stop = True
                 break
             pipe = idle.pop()
-            pipe.send((dealt, level.programs[dealt]))
+            pipe.send(level.programs[dealt])
             busy[pipe] = dealt
             dealt += 1
             done.schedules += 1
@@ -244,7 +243,7 @@ def _serve(pipe: Connection, make: HarnessMaker, scope: Scope, ignored: tuple[st
     with contextlib.suppress(KeyboardInterrupt, EOFError, BrokenPipeError), make() as harness:
         tables = Tables(harness.pool.monitor, ignored)
         harness.reset()
-        for index, steps in _orders(pipe):
+        for steps in _orders(pipe):
             try:
                 _, _, offered = run(harness, steps, scope, tables, _asking(pipe))
             except PropertyViolated:
@@ -254,10 +253,10 @@ def _serve(pipe: Connection, make: HarnessMaker, scope: Scope, ignored: tuple[st
                 return
             else:
                 pipe.send(("done", offered))
-            del index
 
 
-def _orders(pipe: Connection) -> Iterator[tuple[int, list[Step]]]:
+def _orders(pipe: Connection) -> Iterator[list[Step]]:
+    """Yield each program dealt, until the parent says stop (None)."""
     while (order := pipe.recv()) is not None:
         yield order
 

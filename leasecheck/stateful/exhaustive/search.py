@@ -11,7 +11,8 @@ The budget is counted in schedules, so a search covers the same programs on any
 machine (a derandomized run stays one run), and optionally in seconds, for the
 command. A search that stops on its budget says how deep it went whole: a search
 cut short proves nothing about the rest. `part=(i, n)` keeps the i-th of every n
-programs of the first move, so n shards split one scope between them.
+programs of the first move, so n shards split one scope between them; `parallel`
+shares one search among processes instead.
 """
 
 from __future__ import annotations
