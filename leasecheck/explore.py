@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors, isolation, probe
 from leasecheck.stateful.engine.core import MAX_JOBS, Harness
 from leasecheck.stateful.exhaustive import parallel
-from leasecheck.stateful.exhaustive.scope import Scope
+from leasecheck.stateful.exhaustive.scope import Outcome, Scope
 from leasecheck.stateful.exhaustive.search import explore
 
 
@@ -81,6 +82,29 @@ def add_parser(commands: Any) -> None:
     )
     cmd.add_argument("--leasecheck-dir", default=".leasecheck", help="where failures go")
     cmd.set_defaults(run=command)
+
+
+class Told:
+    """Says on stderr how far a search has got: each program length searched whole, and
+    every `EVERY` seconds within a long one, so a search of minutes is never silent."""
+
+    EVERY = 15.0
+
+    def __init__(self) -> None:
+        self.started = self.last = time.monotonic()
+
+    def __call__(self, done: Outcome, depth: int, ran: int, total: int) -> None:
+        now = time.monotonic()
+        if ran < total and now - self.last < self.EVERY:
+            return
+        self.last = now
+        seconds = f"{now - self.started:.0f} s"
+        if ran == total:
+            counts = f"{done.schedules} schedules, {done.states} distinct states, {seconds}"
+            said = f"programs of {depth} move{'s' * (depth != 1)} searched whole ({counts})"
+        else:
+            said = f"{ran} of {total} programs of {depth} moves run ({seconds})"
+        print(f"leasecheck explore: {said}", file=sys.stderr, flush=True)
 
 
 def _processes(asked: int | None) -> int | None:
@@ -144,13 +168,14 @@ def command(args: Any) -> int:
                 finally:
                     pool.close()
 
+        told = Told()
         if processes > 1:
             done, harness = parallel.explore(
-                make, processes, scope, args.seconds, args.ignore_column
+                make, processes, scope, args.seconds, args.ignore_column, progress=told
             )
         else:
             with make() as harness:
-                done = explore(harness, scope, args.seconds, args.ignore_column)
+                done = explore(harness, scope, args.seconds, args.ignore_column, progress=told)
     finally:
         server.stop()
     if done.violation is not None:
@@ -165,4 +190,4 @@ def command(args: Any) -> int:
     return 1 if done.violation is not None else (0 if done.complete else 3)
 
 
-__all__ = ["add_parser", "command"]
+__all__ = ["Told", "add_parser", "command"]

@@ -211,7 +211,7 @@ def test_a_transaction_held_from_another_instant_is_another_state(
 
 def _explore(queue: str, processes: int, dsn: str, out: Path) -> tuple[int, list[str]]:
     """Run `leasecheck explore` over 2 moves on `dsn`'s server; return its exit code and
-    its lines, the seconds taken cut from the closing one."""
+    its lines, the seconds taken cut from the closing one; check that it told its progress."""
     done = subprocess.run(
         [
             sys.executable, "-m", "leasecheck.cli", "explore", queue, "--moves", "2",
@@ -220,6 +220,8 @@ def _explore(queue: str, processes: int, dsn: str, out: Path) -> tuple[int, list
         cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     lines = done.stdout.strip().splitlines()
+    # the search is never silent: each program length searched whole is told on stderr
+    assert "leasecheck explore: programs of 1 move searched whole (" in done.stderr
     return done.returncode, [*lines[:-1], re.sub(r", [\d.]+ s$", "", lines[-1])]
 
 

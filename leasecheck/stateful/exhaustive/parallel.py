@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
 from leasecheck.stateful.engine.core import Harness
-from leasecheck.stateful.exhaustive.scope import Outcome, Scope
+from leasecheck.stateful.exhaustive.scope import Outcome, Progress, Scope, silent
 from leasecheck.stateful.exhaustive.search import Budget, Fresh, first_time, found, run
 from leasecheck.stateful.exhaustive.state import Tables
 from leasecheck.stateful.program import Step
@@ -55,9 +55,11 @@ def explore(
     ignored: Iterable[str] = (),
     *,
     schedules: int | None = None,
+    progress: Progress = silent,
 ) -> tuple[Outcome, Harness]:
     """Search `scope` breadth first with `processes` searchers; return what it found and
-    the parent's harness (its recorder holds a counterexample's failure)."""
+    the parent's harness (its recorder holds a counterexample's failure); `progress` is
+    told after each program answers."""
     started = time.monotonic()
     context = multiprocessing.get_context("fork")
     with contextlib.ExitStack() as stack:
@@ -66,7 +68,8 @@ def explore(
         stack.callback(_stop, searchers)
         pipes = [pipe for pipe, _ in searchers]
         harness = stack.enter_context(make())
-        done = _search(harness, pipes, scope, Budget(schedules, seconds), tuple(ignored))
+        budget = Budget(schedules, seconds)
+        done = _search(harness, pipes, scope, budget, tuple(ignored), progress, started)
     done.seconds = time.monotonic() - started
     return done, harness
 
@@ -96,6 +99,8 @@ def _search(
     scope: Scope,
     budget: Budget,
     ignored: tuple[str, ...],
+    progress: Progress,
+    started: float,
 ) -> Outcome:
     done = Outcome()
     tables = Tables(harness.pool.monitor, ignored)
@@ -114,7 +119,11 @@ def _search(
     for depth in range(1, scope.moves + 1):
         level = _Level([[*prefix, move] for prefix, moves in frontier for move in moves])
         before = done.schedules
-        whole = _deal(level, pipes, met, budget, done)
+
+        def told(ran: int, depth: int = depth, total: int = len(level.programs)) -> None:
+            progress(done, depth, ran, total)
+
+        whole = _deal(level, pipes, met, budget, done, told)
         first = level.first_violation()
         if first is not None:  # counted as one process counts, up to the counterexample
             done.schedules = before + first + 1
@@ -126,6 +135,8 @@ def _search(
             return done
         frontier = _new_states(level, met, done, len(level.programs))
         done.depth = depth
+        done.seconds = time.monotonic() - started
+        told(len(level.programs))
     return done
 
 
@@ -144,7 +155,12 @@ def _new_states(
 
 
 def _deal(
-    level: _Level, pipes: list[Connection], met: set[bytes], budget: Budget, done: Outcome
+    level: _Level,
+    pipes: list[Connection],
+    met: set[bytes],
+    budget: Budget,
+    done: Outcome,
+    told: Callable[[int], None],
 ) -> bool:
     """Deal the level's programs in order to idle searchers until all are answered, one
     breaks a property, or the budget is spent; return whether every program was run."""
@@ -175,6 +191,8 @@ def _deal(
                 continue
             del busy[ready]
             idle.append(ready)
+            if dealt - len(busy) < len(level.programs):  # the level's end is told after it
+                told(dealt - len(busy))
             if message[0] == "done":
                 level.offered[index] = message[1]
             elif message[0] == "violated":

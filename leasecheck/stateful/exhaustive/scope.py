@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leasecheck.stateful.engine.moves import TIMES
@@ -97,3 +98,12 @@ class Outcome:
                 f"proves nothing about the rest{self.hint()}"
             )
         return f"no violation in scope ({scope.where()}): {counts}"
+
+
+Progress = Callable[[Outcome, int, int, int], None]
+"""Told, as a search goes, what it has done: the outcome so far, the program length it
+is searching, how many programs of that length it has run and how many there are."""
+
+
+def silent(done: Outcome, depth: int, ran: int, total: int) -> None:
+    """The `Progress` of a search nobody watches."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Hashable, Iterable
 from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.engine.driver import Driver
 from leasecheck.stateful.exhaustive.moves import enabled
-from leasecheck.stateful.exhaustive.scope import Outcome, Scope
+from leasecheck.stateful.exhaustive.scope import Outcome, Progress, Scope, silent
 from leasecheck.stateful.exhaustive.state import Tables, fingerprint
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
@@ -50,9 +50,10 @@ def explore(
     *,
     schedules: int | None = None,
     part: tuple[int, int] = (0, 1),
+    progress: Progress = silent,
 ) -> Outcome:
     """Search `scope` breadth first within the budget; the columns named in `ignored`
-    are not part of a state (see `Tables`)."""
+    are not part of a state (see `Tables`); `progress` is told after each program."""
     started = time.monotonic()
     budget = Budget(schedules, seconds)
     done = Outcome()
@@ -72,8 +73,11 @@ def explore(
     frontier = [(start, offered[index::count])]
     for depth in range(1, scope.moves + 1):
         deeper = []
+        total, ran = sum(len(moves) for _, moves in frontier), 0
         for prefix, moves in frontier:
             for move in moves:
+                progress(done, depth, ran, total)
+                ran += 1
                 if budget.spent(done):
                     done.complete = False
                     done.seconds = time.monotonic() - started
@@ -90,7 +94,8 @@ def explore(
                     deeper.append((steps, offered))
         frontier = deeper
         done.depth = depth
-    done.seconds = time.monotonic() - started
+        done.seconds = time.monotonic() - started
+        progress(done, depth, total, total)
     return done
 
 
