@@ -180,17 +180,23 @@ def _options(declared: Declarations) -> str:
 
 def _properties() -> str:
     rows = [
-        [_code(name), _code(properties.violation_error(name).__name__), _cell(text)]
-        for name, text in properties.DESCRIPTIONS.items()
+        [
+            _code(p.id),
+            _code(properties.violation_error(p.id).__name__),
+            p.family,
+            _cell(p.holds),
+        ]
+        for p in properties.REGISTRY
     ]
     return "\n".join(
         [
             "## Properties",
             "",
             "Each under the id that test names, reports, `--leasecheck-excuse` and failure "
-            "files use, and the exception a broken one raises.",
+            "files use, the exception a broken one raises, and the family of properties "
+            "judged together (ownership, finality, hidden claims, delivery).",
             "",
-            _table(["property", "raised as", "what holds"], rows),
+            _table(["property", "raised as", "family", "what holds"], rows),
         ]
     )
 

@@ -73,9 +73,10 @@ def test_a_new_option_changes_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_new_property_changes_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(properties.DESCRIPTIONS, "new-property", "something holds")
+    new = properties.Property("new-property", properties.OWNERSHIP, "something holds", "", "", "")
+    monkeypatch.setattr(properties, "REGISTRY", (*properties.REGISTRY, new))
     page = manual.reference()
-    assert "| `new-property` | `NewPropertyViolated` | something holds |" in page
+    assert "| `new-property` | `NewPropertyViolated` | ownership | something holds |" in page
     assert page != PAGE.read_text(encoding="utf-8")
 
 
