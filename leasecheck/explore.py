@@ -22,6 +22,7 @@ from leasecheck.dbfixtures import janitor, servers
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors, isolation, probe
 from leasecheck.stateful.engine.core import MAX_JOBS, Harness
+from leasecheck.stateful.engine.moves import TIMES
 from leasecheck.stateful.exhaustive import parallel
 from leasecheck.stateful.exhaustive.scope import Outcome, Scope
 from leasecheck.stateful.exhaustive.search import explore
@@ -50,6 +51,15 @@ def add_parser(commands: Any) -> None:
         metavar="RULE",
         help="offer only this move (claim, complete, fail, time_passes, ...); repeat for "
         "each; default: every move",
+    )
+    cmd.add_argument(
+        "--time",
+        action="append",
+        default=[],
+        choices=TIMES,
+        metavar="WHERE",
+        help="let time_passes move the clock only here (one of: " + ", ".join(TIMES) + "); "
+        "repeat for each; default: all of them",
     )
     cmd.add_argument(
         "--ignore-column",
@@ -127,7 +137,14 @@ def _clock_problem(server_dsn: str, queue: Any) -> str | None:
 
 def command(args: Any) -> int:
     """Run `leasecheck explore`; print the closing line (and the counterexample)."""
-    scope = Scope(args.workers, args.jobs, args.moves, args.preemptions, frozenset(args.rule))
+    scope = Scope(
+        args.workers,
+        args.jobs,
+        args.moves,
+        args.preemptions,
+        frozenset(args.rule),
+        tuple(args.time) or TIMES,
+    )
     if not (1 <= scope.workers <= 5 and 1 <= scope.jobs <= MAX_JOBS and scope.moves >= 1):
         print(
             f"leasecheck explore: give 1-5 workers, 1-{MAX_JOBS} jobs and at least 1 move",

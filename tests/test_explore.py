@@ -242,3 +242,22 @@ def test_processes_search_what_one_process_does(
         line for line in two[1] if "saved" not in line
     ]
     assert len(list((tmp_path / "two").glob("*.json"))) == code
+
+
+def test_the_clock_moves_can_be_named(leasecheck_server_dsn: str, tmp_path: Path) -> None:
+    """`--time` narrows where time_passes lands, as the lease's-edge scope of every run
+    does: just before a lease end at each resolution, or just past it."""
+    edges = ["before-lease-end", "before-lease-end-ms", "before-lease-end-s", "past-lease-end"]
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "leasecheck.cli", "explore", "mutants.early_reclaim:EarlyReclaim",
+            "--moves", "4", "--preemptions", "0", "--processes", "1",
+            *(a for r in ("claim", "pause", "time_passes") for a in ("--rule", r)),
+            *(a for t in edges for a in ("--time", t)),
+            "--pg-dsn", leasecheck_server_dsn, "--leasecheck-dir", str(tmp_path),
+        ],
+        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "[exclusive-lease]" in done.stdout
+    assert f"time_passes to {'/'.join(edges)}" in done.stdout.splitlines()[-1]
