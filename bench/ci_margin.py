@@ -39,12 +39,12 @@ from bench import corpus
 from bench.corpus import visibility_sql
 from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.dbfixtures import embedded, janitor
-from leasecheck.shards import DEFAULT_COUNT, Shard
 from leasecheck.stateful import clock, contract, opening
 from leasecheck.stateful.engine import actors, isolation, memory, profiles
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, machine_for
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.wing.shards import DEFAULT_COUNT, Shard
 
 BUDGET = settings(
     profiles.budget("ci", None),

@@ -37,11 +37,11 @@ def _child(examples: int, profile: str, shards: int, cache: int, dsn: str | None
 
     from bench._db import reference_database
     from bench.step_cost import _Counting
-    from leasecheck.shards import Shard
     from leasecheck.stateful import contract
     from leasecheck.stateful.engine import actors, profiles
     from leasecheck.stateful.engine.literals import run_state_machine_as_test
     from leasecheck.stateful.machine import Harness
+    from leasecheck.wing.shards import Shard
 
     budget = settings(profiles.budget(profile, None), max_examples=examples, derandomize=True)
     with reference_database(dsn) as url:

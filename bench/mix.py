@@ -17,12 +17,12 @@ from pathlib import Path
 from hypothesis import seed
 
 from bench._db import reference_database
-from leasecheck.shards import Shard
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors, profiles
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.verdict import coverage
+from leasecheck.wing.shards import Shard
 
 
 def main() -> None:

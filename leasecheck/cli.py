@@ -40,7 +40,7 @@ from typing import Any
 import pytest
 
 import leasecheck
-from leasecheck import campaign, explore, options, outdir, plugin
+from leasecheck import explore
 from leasecheck.adapters.sqlfile_queue import SqlFileError, SqlFileQueue
 from leasecheck.dbfixtures import embedded, janitor, servers
 from leasecheck.dbfixtures import plugin as dbplugin
@@ -50,6 +50,7 @@ from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay, svg
 from leasecheck.stateful.verdict.judge import rejudge
+from leasecheck.wing import campaign, options, outdir, plugin
 
 SQL_QUEUE = plugin.SQL_QUEUE
 STOP_WITHIN = 30.0

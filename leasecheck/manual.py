@@ -26,8 +26,9 @@ from typing import Any, cast
 
 import pytest
 
-from leasecheck import cli, plugin
+from leasecheck import cli
 from leasecheck.stateful import contract, properties
+from leasecheck.wing import plugin
 
 COMMAND = "python -m leasecheck.manual"
 REGENERATE = f"{COMMAND} > docs/reference.md"

@@ -23,8 +23,6 @@ import pytest
 from hypothesis import seed, settings
 from hypothesis.errors import Flaky
 
-from leasecheck import exercised
-from leasecheck.shards import Shard
 from leasecheck.stateful import opening
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import actors, memory
@@ -35,6 +33,8 @@ from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import confirm, minimize, replay
 from leasecheck.stateful.story.minimize import Minimized
+from leasecheck.wing import exercised
+from leasecheck.wing.shards import Shard
 
 __all__ = [
     "test_leasecheck_properties",

@@ -24,9 +24,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from leasecheck import campaign
 from leasecheck.stateful.properties import ALL
 from leasecheck.stateful.verdict import coverage
+from leasecheck.wing import campaign
 from matrix.targets import Target
 
 MACHINE = campaign.MACHINE
@@ -168,7 +168,7 @@ def read_exercised(path: Path) -> dict[str, int] | None:
 def read_situations(path: Path) -> dict[str, int] | None:
     """Return how often each situation occurred in the run `path` reports, or None.
 
-    Read as a campaign reads each job (`leasecheck.campaign.read_job`), every known
+    Read as a campaign reads each job (`leasecheck.wing.campaign.read_job`), every known
     situation present (zeros included, so a zero is never an absent key). None when no
     item recorded any: an absent count must never read as "not exercised".
     """

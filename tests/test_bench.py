@@ -9,10 +9,10 @@ from bench import ci_margin
 from bench.hollow import Hollow
 from bench.wire import Wire
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.shards import Shard
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.wing.shards import Shard
 
 
 def _shape(machine: type[RuleBasedStateMachine]) -> dict[str, dict[str, str]]:

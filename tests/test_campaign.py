@@ -18,7 +18,7 @@ from pathlib import Path
 import hypothesis
 import pytest
 
-from leasecheck import campaign, outdir
+from leasecheck.wing import campaign, outdir
 from tests import child
 
 NAIVE = "mutants.naive:Naive"

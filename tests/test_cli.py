@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from leasecheck import cli, options, plugin
+from leasecheck import cli
+from leasecheck.wing import options, plugin
 from tests import child
 from tests.fixtures import REFERENCE
 

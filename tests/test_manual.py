@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from leasecheck import cli, manual, options
+from leasecheck import cli, manual
 from leasecheck.stateful import contract, properties
+from leasecheck.wing import options
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from leasecheck import exercised
-from leasecheck.shards import DEFAULT_COUNT
 from leasecheck.stateful.properties import ALL
 from leasecheck.stateful.verdict import coverage
+from leasecheck.wing import exercised
+from leasecheck.wing.shards import DEFAULT_COUNT
 from matrix import runs
 from matrix.targets import Target
 
@@ -54,7 +54,7 @@ SAID = re.compile(r"^  ([a-z-]+): (?:exercised (\d+) times|holds, not exercised)
 
 
 def _summary(output: str) -> dict[str, int]:
-    """Return the counts the run's own closing summary printed (`leasecheck.exercised`)."""
+    """Return the counts the run's own closing summary printed (`leasecheck.wing.exercised`)."""
     found = {}
     for line in output.splitlines():
         said = SAID.match(line)
@@ -145,7 +145,7 @@ def test_counts_are_summed_over_shards_and_mapped_to_properties(stand_in_dir: Pa
         """
         import pytest
 
-        from leasecheck import exercised
+        from leasecheck.wing import exercised
 
         SHARDS = {
             "shard-1-of-2": {"stale completion sent": 2},
@@ -202,7 +202,7 @@ def test_an_unreadable_record_is_an_error_not_a_count(stand_in_dir: Path, value:
         f"""
         import pytest
 
-        from leasecheck import exercised
+        from leasecheck.wing import exercised
 
         class Odd(dict):
             def __repr__(self):

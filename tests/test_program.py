@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from leasecheck import shards
 from leasecheck.stateful import program
 from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.story import replay
+from leasecheck.wing import shards
 
 STEPS = [
     Step("start", {"workers": 2}),

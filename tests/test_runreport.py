@@ -1,5 +1,5 @@
 """The run's verdicts as data a CI system reads: the JSON report, GitHub's job summary
-and its annotations (`leasecheck.runreport`), from a real property run in a child pytest.
+and its annotations (`leasecheck.wing.runreport`), from a real property run in a child pytest.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import mutants
-from leasecheck import runreport
 from leasecheck.stateful.properties import ALL
+from leasecheck.wing import runreport
 from tests import child
 
 pytestmark = pytest.mark.slow

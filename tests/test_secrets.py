@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from leasecheck import plugin
 from leasecheck.dbfixtures import embedded, janitor, servers
 from leasecheck.dbfixtures.redact import Dsn, hide, password, shown, without_password
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import clock
 from leasecheck.stateful.engine import actors
+from leasecheck.wing import plugin
 from tests import child
 
 PASSWORD = f"pw-{secrets.token_hex(12)}"

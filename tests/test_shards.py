@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from leasecheck import options, outdir, reports, shards
+from leasecheck.wing import options, outdir, reports, shards
 from tests import child
 
 LOGGED = '''

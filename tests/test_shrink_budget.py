@@ -18,7 +18,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 import mutants
-from leasecheck import cli, options, suite
+from leasecheck import cli, suite
 from leasecheck.stateful import contract
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import actors, profiles
@@ -28,6 +28,7 @@ from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated, Violation
 from leasecheck.stateful.story import replay
+from leasecheck.wing import options
 from tests import child
 
 NAIVE = "mutants.naive:Naive"

@@ -7,7 +7,7 @@ writes what it collected into a run directory before it reports its collection, 
 the controller, which hears of every collection before it schedules a single test,
 starts the one shared server there and writes its DSN, without its password, for
 the workers to read (each takes the password from its own `--leasecheck-pg-dsn`,
-which xdist hands it in memory). `leasecheck.plugin` drives both, after its own checks. An
+which xdist hands it in memory). `leasecheck.wing.plugin` drives both, after its own checks. An
 unusable server stops the run once with one line that says how to fix it.
 
 SIGINT and SIGTERM stop a run that uses leasecheck cleanly: the controller raises

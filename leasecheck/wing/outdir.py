@@ -19,7 +19,7 @@ from hypothesis.database import (
     ReadOnlyDatabase,
 )
 
-from leasecheck.campaign import SCOPES_FILE, VERSION_FILE
+from leasecheck.wing.campaign import SCOPES_FILE, VERSION_FILE
 
 # --------------------------------------------------------- the failure directory
 

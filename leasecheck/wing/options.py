@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from leasecheck import shards
 from leasecheck.dbfixtures import plugin as dbplugin
 from leasecheck.stateful.engine import isolation, profiles
+from leasecheck.wing import shards
 
 
 def declare_options(add: Callable[..., object]) -> None:

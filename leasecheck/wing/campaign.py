@@ -29,8 +29,8 @@ from typing import Any
 
 import hypothesis
 
-from leasecheck import exercised
 from leasecheck.stateful.verdict import coverage
+from leasecheck.wing import exercised
 
 VERSION_FILE = "HYPOTHESIS_VERSION"
 """Beside a failure directory's examples: the Hypothesis version that wrote them."""

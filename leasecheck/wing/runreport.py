@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from leasecheck import exercised
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.verdict import coverage
+from leasecheck.wing import exercised
 
 FORMAT = 1
 _SAVED = re.compile(r"^leasecheck: saved (.+?\.json) ", re.MULTILINE)

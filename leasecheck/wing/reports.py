@@ -24,11 +24,11 @@ from _pytest._code.code import (  # the report types xdist carries across as the
 )
 
 from leasecheck.dbfixtures import plugin as dbplugin
-from leasecheck.items import PROPERTIES_TEST
-from leasecheck.items import is_suite as _is_suite
-from leasecheck.items import param as _param
 from leasecheck.stateful import contract
 from leasecheck.stateful.properties import PropertyViolated
+from leasecheck.wing.items import PROPERTIES_TEST
+from leasecheck.wing.items import is_suite as _is_suite
+from leasecheck.wing.items import param as _param
 
 PROGRESS_EVERY = 10.0
 """Seconds between two progress lines of a property run."""

@@ -24,15 +24,18 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from leasecheck import campaign, exercised, outdir, runreport, shards
 from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.dbfixtures import plugin as dbplugin
 from leasecheck.dbfixtures.redact import Dsn
-from leasecheck.items import PROPERTIES_TEST, SUITE
-from leasecheck.items import is_suite as _is_suite
-from leasecheck.items import param as _param
-from leasecheck.options import (  # noqa: F401  (hooks: registered from this module)
+from leasecheck.stateful import clock, contract, properties
+from leasecheck.stateful.engine import actors, probe, profiles, shrinking
+from leasecheck.stateful.machine import Harness
+from leasecheck.wing import campaign, exercised, outdir, runreport, shards
+from leasecheck.wing.items import PROPERTIES_TEST, SUITE
+from leasecheck.wing.items import is_suite as _is_suite
+from leasecheck.wing.items import param as _param
+from leasecheck.wing.options import (  # noqa: F401  (hooks: registered from this module)
     declare_options,
     equals_form,
     from_environment_unchosen,
@@ -40,13 +43,13 @@ from leasecheck.options import (  # noqa: F401  (hooks: registered from this mod
     pytest_addoption,
     pytest_load_initial_conftests,
 )
-from leasecheck.outdir import (
+from leasecheck.wing.outdir import (
     mark_as_ours,
     out_dir,
     out_existed,
     pytest_configure_node,  # noqa: F401  (a hook)
 )
-from leasecheck.reports import (
+from leasecheck.wing.reports import (
     PROGRESS_KEY,
     RUN_KEY,
     Reports,
@@ -56,9 +59,6 @@ from leasecheck.reports import (
     run_state,
     told_elsewhere,
 )
-from leasecheck.stateful import clock, contract, properties
-from leasecheck.stateful.engine import actors, probe, profiles, shrinking
-from leasecheck.stateful.machine import Harness
 
 SQL_QUEUE = "leasecheck.adapters.sqlfile_queue:from_env"
 SQL_SPEC = "sql:"
@@ -504,7 +504,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Say what the property run exercised, per property (nothing if it did not run), and
-    write the run's report where asked (`leasecheck.runreport`)."""
+    write the run's report where asked (`leasecheck.wing.runreport`)."""
     out = excused(config)
     exercised.hook(terminalreporter, config, out)
     named = queue_spec(config)
