@@ -103,3 +103,38 @@ def test_the_lease_edge_scope_kills_a_reclaim_a_moment_early(reference_pool: act
         Harness(queue=ReferenceQueue(), pool=reference_pool), scope, None, schedules=budget
     )
     assert held.violation is None and held.complete
+
+
+@pytest.mark.parametrize("mutant", ["in-subquery-claim", "from-subquery-claim"])
+def test_the_planner_scope_kills_a_claim_that_picks_in_a_subquery(
+    reference_pool: actors.Pool, mutant: str
+) -> None:
+    """The eighth scope: the tables analyzed while tiny, grown, then a claim. A claim that
+    picks its job in a subquery takes several under the new plan and hands out one, which
+    only the search's `replan` reached before. The reference holds the scope whole."""
+    scope, budget = layer.SCOPES[7]
+    queue = contract.load(mutants.ALL[mutant])
+    if not Harness(queue=queue, pool=reference_pool).can_replan():
+        pytest.skip("replans need PostgreSQL 18 or later (statistics put back)")
+    found = explore(Harness(queue=queue, pool=reference_pool), scope, None, schedules=budget)
+    assert found.violation is not None
+    assert found.violation.violation.prop in queue.expected  # type: ignore[attr-defined]
+    assert [s.rule for s in found.counterexample][1:] in (
+        ["replan", "claim"],
+        ["claim", "replan", "claim"],
+    )
+    held = explore(
+        Harness(queue=ReferenceQueue(), pool=reference_pool), scope, None, schedules=budget
+    )
+    assert held.violation is None and held.complete
+
+
+def test_without_replans_the_planner_scope_says_it_was_not_searched(
+    reference_pool: actors.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(layer, "SCOPES", (layer.SCOPES[7],))
+    harness = Harness(queue=ReferenceQueue(), pool=reference_pool, replans=False)
+    (searched,) = layer.play(harness)
+    assert not searched.complete and searched.schedules == 0
+    (line,) = layer.said([searched.as_dict()])
+    assert line.startswith("not searched (replans need a server that can put statistics back")

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from leasecheck.stateful.engine import isolation
+from leasecheck.stateful.engine.core import MAX_JOBS
 from leasecheck.stateful.engine.driver import Driver
 from leasecheck.stateful.engine.moves import RIVALS, WAKE_UP, Stall, Take
 from leasecheck.stateful.engine.workers import Worker
@@ -85,6 +86,8 @@ def enabled(d: Driver, scope: Scope, preempted: int) -> list[Step]:
     if d.can_sweep():
         out.extend(Step("sweep", {"after": a}) for a in ("now", "past-lease-end"))
     out.extend(Step("time_passes", {"to": t}) for t in scope.times)
+    if d.can_replan():  # each distinct number of jobs the tables grow by once analyzed
+        out.extend(Step("replan", {"grow": g}) for g in range(1, MAX_JOBS - len(core.jobs) + 1))
     levels = _levels(core.h.isolation)
     if d.can_open_transaction():
         for level in levels:

@@ -39,7 +39,8 @@ QUERIES = load(Path(__file__).with_name("state.sql"))
 
 class Tables:
     """Reads a digest of every row of the tables there are when the search starts (the
-    queue's and the harness's), in one round trip.
+    queue's and the harness's), and of what the planner believes of them, in one round
+    trip.
 
     Two programs whose model and `state()` agree may still have left different rows:
     a stale failure report that moved the owner's lease end shows nowhere else. Merging
@@ -55,13 +56,22 @@ class Tables:
         tables = list(conn.execute(QUERIES["tables"].text))
         rows = sql.SQL(QUERIES["rows"].text)
         self.statement = sql.SQL("\nunion all\n").join(
-            sql.SQL("(")
-            + rows.format(
-                table=sql.Identifier(schema, name),
-                ignored=sql.Literal(_left_out(schema, name, ignored)),
-            )
-            + sql.SQL(")")
-            for schema, name in tables
+            [
+                *(
+                    sql.SQL("(")
+                    + rows.format(
+                        table=sql.Identifier(schema, name),
+                        ignored=sql.Literal(_left_out(schema, name, ignored)),
+                    )
+                    + sql.SQL(")")
+                    for schema, name in tables
+                ),
+                sql.SQL("(")
+                + sql.SQL(QUERIES["planner"].text).format(
+                    tables=sql.Literal([sql.Identifier(*t).as_string(conn) for t in tables])
+                )
+                + sql.SQL(")"),
+            ]
         )
         self.empty = not tables
 
@@ -70,7 +80,8 @@ class Tables:
         return {str(name): value for name, value in conn.execute(QUERIES["sequences"].text)}
 
     def digest(self, conn: Connection[Any]) -> tuple[str, ...]:
-        """Return one digest per table, in a fixed order."""
+        """Return one digest per table, in a fixed order, and one of what the planner
+        believes of them (`planner`)."""
         if self.empty:
             return ()
         return tuple(row[0] for row in conn.execute(self.statement))

@@ -25,3 +25,17 @@ select schemaname || '.' || sequencename, last_value
   from pg_sequences
  where schemaname not in ('pg_catalog', 'information_schema')
  order by 1
+
+-- name: planner
+-- What the planner believes of the tables {tables} names: their pages, rows and
+-- all-visible pages, and whether they have column statistics. Between resets only a
+-- replan (an ANALYZE) changes them, and the plans the queue's statements get follow
+-- them, so two programs alike but for a replan are two states.
+select md5(coalesce(string_agg(
+         concat_ws(' ', c.oid::regclass, c.relpages, c.reltuples, c.relallvisible,
+                   exists (select from pg_stats s
+                             join pg_namespace n on n.nspname = s.schemaname
+                            where n.oid = c.relnamespace and s.tablename = c.relname)),
+         E'\n' order by c.oid::regclass::text), ''))
+  from pg_class c
+ where c.oid = any({tables}::regclass[])
