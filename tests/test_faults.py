@@ -166,6 +166,7 @@ def test_the_reference_refuses_its_owner_above_read_committed(
         violation = caught.value.violation
         assert violation.prop == OWNER_PROGRESS, violation
         assert "raised SerializationFailure" in violation.message, violation.message
+        assert "--leasecheck-excuse owner-progress" in violation.evidence[-1]  # how to run it
 
 
 @pytest.mark.parametrize("spec", [REFERENCE, mutants.ALL["swallowed-conflict"]])

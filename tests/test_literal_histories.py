@@ -40,6 +40,13 @@ def call(op: str, grant: int, accepted: bool, at: int) -> Fact:
     return {"op": op, "args": {"grant": grant, "accepted": accepted, "at": at, "answered": at}}
 
 
+def refused(op: str, grant: int, at: int, raised: str) -> Fact:
+    """A call refused with an exception (its quote, as a run records it)."""
+    fact = call(op, grant, False, at)
+    fact["args"]["raised"] = raised
+    return fact
+
+
 def state(status: str) -> Fact:
     return {"op": "state", "args": {"job_id": 1, "status": status}}
 
@@ -54,6 +61,7 @@ def effect(grant: int, key: str) -> Fact:
     return {"op": "external_effect", "args": {"grant": grant, "key": key}}
 
 
+SERIALIZATION = "SerializationFailure: could not serialize access due to concurrent update"
 W0 = grant(1, "w0", 1)
 W1_LATE = grant(2, "w1", END + 1)
 """w1 claims job1 again once w0's lease has run out."""
@@ -78,6 +86,11 @@ CASES: dict[str, tuple[list[Fact], set[str], dict[str, Any]]] = {
         {},
     ),
     "the owner's heartbeat accepted": ([W0, call("heartbeat", 0, True, 1_000)], set(), {}),
+    "the owner's completion refused by a serialization failure": (
+        [W0, refused("complete", 0, 1_000, SERIALIZATION)],
+        {"owner-progress"},
+        {},
+    ),
     "a late owner refused with nobody else on the job": (
         [W0, call("complete", 0, False, END + 1), state("running")],
         {"late-owner"},
@@ -142,3 +155,15 @@ def test_a_history_gets_its_verdict(case: str) -> None:
     judge = rejudge({"rules": {**RULES, **rules}, "facts": [ENQUEUED, *facts]})
     ledger = judge.oracle.ledger
     assert {v.prop for v in [*ledger.violations, *ledger.deferred]} == broken
+
+
+def test_a_serialization_failure_says_how_a_retrying_queue_is_run() -> None:
+    """The owner refused by PostgreSQL's 40001 above READ COMMITTED is still refused (the
+    queue chose not to retry), and the story says how a queue whose callers retry runs."""
+    facts = [ENQUEUED, W0, refused("complete", 0, 1_000, SERIALIZATION)]
+    judge = rejudge({"rules": RULES, "facts": facts})
+    (violation,) = judge.oracle.ledger.violations
+    assert violation.prop == "owner-progress"
+    assert "--leasecheck-excuse owner-progress" in violation.evidence[-1]
+    plain = rejudge({"rules": RULES, "facts": [ENQUEUED, W0, call("complete", 0, False, 1_000)]})
+    assert not any("excuse" in e for e in plain.oracle.ledger.violations[0].evidence)

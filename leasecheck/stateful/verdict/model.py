@@ -237,6 +237,7 @@ class Oracle:
                 said,
                 f"its lease ran until t={stamp(grant.lease_end)} and nobody else was granted "
                 f"{job.label}",
+                *_serialization(raised),
                 **refs,
             )
             return
@@ -586,3 +587,19 @@ def _releasing(grant: Grant) -> bool:
 def _done(grant: Grant) -> int:
     assert grant.done is not None, grant.label  # only accepted completions are asked
     return grant.done
+
+
+def _serialization(raised: str | None) -> tuple[str, ...]:
+    """Return what to say of a refusal that was PostgreSQL's serialization failure: the
+    queue let a transaction above READ COMMITTED fail rather than retry it, which is a
+    design choice a queue may document (its callers retry), not a lost lease."""
+    if raised is None or not any(m in raised for m in _SERIALIZATION):
+        return ()
+    return (
+        "PostgreSQL refused it with a serialization failure (40001), as it may above READ "
+        "COMMITTED, and the queue answered no rather than retry; if the queue's callers "
+        "retry such a call, run with --leasecheck-excuse owner-progress",
+    )
+
+
+_SERIALIZATION = ("SerializationFailure", "could not serialize", "40001")
