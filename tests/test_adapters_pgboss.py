@@ -14,8 +14,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from leasecheck import kit
 from leasecheck.adapters.pgboss_queue import PgBossQueue
-from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
 from tests import npm_fixtures
 
@@ -31,29 +31,12 @@ def pinned() -> Iterator[None]:
         yield
 
 
-@pytest.fixture(scope="module")
-def adapter_dsn(
-    pinned: None, leasecheck_server_dsn: str, leasecheck_worker_label: str
-) -> Iterator[str]:
-    """Return a DSN for a database of this module's own with pg-boss installed."""
-    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_pgboss") as dsn:
-        with clock.connect(dsn) as conn:
-            clock.install(conn)
-            PgBossQueue().install(conn)
-        yield dsn
+adapter_dsn, pool, conn = kit.fixtures(PgBossQueue, "pgboss", needs=("pinned",))
 
 
 @pytest.fixture
 def q(pinned: None) -> PgBossQueue:
     return PgBossQueue()
-
-
-@pytest.fixture
-def conn(adapter_dsn: str, q: PgBossQueue) -> Iterator[psycopg.Connection[Any]]:
-    with clock.connect(adapter_dsn) as c:
-        q.reset(c)
-        clock.reset(c)
-        yield c
 
 
 def _never(conn: psycopg.Connection[Any]) -> None:

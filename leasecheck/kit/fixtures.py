@@ -3,7 +3,8 @@ time: the scaffold each adapter's tests used to write out by hand."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import inspect
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -11,13 +12,14 @@ import pytest
 
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
-from leasecheck.stateful.contract import Queue
 from leasecheck.stateful.engine import actors
 
 Fixture = Callable[..., Any]
 
 
-def fixtures(make_queue: Callable[[], Queue], label: str) -> tuple[Fixture, Fixture, Fixture]:
+def fixtures(
+    make_queue: Callable[[], Any], label: str, needs: Sequence[str] = ()
+) -> tuple[Fixture, Fixture, Fixture]:
     """Return the fixtures `adapter_dsn`, `pool` and `conn` for a test module, to assign
     at its top: `adapter_dsn, pool, conn = kit.fixtures(MyLibQueue, "mylib")`.
 
@@ -27,13 +29,28 @@ def fixtures(make_queue: Callable[[], Queue], label: str) -> tuple[Fixture, Fixt
     - `pool`: the machine's sessions on it, for a `Harness`; closed after.
     - `conn`: a connection on simulated time, with the queue (`reset`) and the clock
       back at their start, for tests that call the adapter directly.
+
+    `make_queue` builds the queue (any object with the contract's members: a queue with
+    a claim type of its own is no `Queue` to a type checker). `needs` names fixtures of
+    the module's own (module-scoped or wider) that must be set up before the queue can
+    be built, a pinned package say: the database asks for them as arguments, so pytest
+    sets them up first and keeps them up as long.
     """
 
-    @pytest.fixture(scope="module", name="adapter_dsn")
-    def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
+    def make_database(
+        leasecheck_server_dsn: str, leasecheck_worker_label: str, **needed: object
+    ) -> Iterator[str]:
         with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_{label}") as dsn:
             clock.prepare(dsn, make_queue())
             yield dsn
+
+    own = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in needs]
+    server = [
+        inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        for n in ("leasecheck_server_dsn", "leasecheck_worker_label")
+    ]
+    make_database.__signature__ = inspect.Signature([*server, *own])  # type: ignore[attr-defined]
+    adapter_dsn = pytest.fixture(scope="module", name="adapter_dsn")(make_database)
 
     @pytest.fixture(name="pool")
     def pool(adapter_dsn: str) -> Iterator[actors.Pool]:
