@@ -15,8 +15,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from leasecheck import kit
 from leasecheck.adapters.graphile_worker_queue import GraphileWorkerQueue
-from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
 from tests import npm_fixtures
 
@@ -31,30 +31,12 @@ def release(request: pytest.FixtureRequest) -> Iterator[str]:
         yield request.param
 
 
-@pytest.fixture(scope="module")
-def adapter_dsn(
-    release: str, leasecheck_server_dsn: str, leasecheck_worker_label: str
-) -> Iterator[str]:
-    """Return a DSN for a database of this release's own, migrated by graphile-worker."""
-    label = f"{leasecheck_worker_label}_gw{release.replace('.', '')}"
-    with janitor.temporary(leasecheck_server_dsn, label) as dsn:
-        with clock.connect(dsn) as conn:
-            clock.install(conn)
-            GraphileWorkerQueue().install(conn)
-        yield dsn
+adapter_dsn, pool, conn = kit.fixtures(GraphileWorkerQueue, "gw", needs=("release",))
 
 
 @pytest.fixture
 def q(release: str) -> GraphileWorkerQueue:
     return GraphileWorkerQueue()
-
-
-@pytest.fixture
-def conn(adapter_dsn: str, q: GraphileWorkerQueue) -> Iterator[psycopg.Connection[Any]]:
-    with clock.connect(adapter_dsn) as c:
-        q.reset(c)
-        clock.reset(c)
-        yield c
 
 
 def _never(conn: psycopg.Connection[Any]) -> None:
