@@ -187,9 +187,13 @@ def command(args: Any) -> int:
 
         told = Told()
         if processes > 1:
-            done, harness = parallel.explore(
-                make, processes, scope, args.seconds, args.ignore_column, progress=told
-            )
+            try:
+                done, harness = parallel.explore(
+                    make, processes, scope, args.seconds, args.ignore_column, progress=told
+                )
+            except parallel.SearcherFailed as exc:  # no verdict: said in one line
+                print(f"leasecheck explore: no verdict: {exc}", file=sys.stderr)
+                return 2
         else:
             with make() as harness:
                 done = explore(harness, scope, args.seconds, args.ignore_column, progress=told)

@@ -183,7 +183,11 @@ def _deal(
         for ready in wait(list(busy)):
             assert isinstance(ready, Connection)
             index = busy[ready]
-            message = ready.recv()
+            try:
+                message = ready.recv()
+            except EOFError:  # the process is gone: killed, or out of memory
+                program = _said(level.programs[index])
+                raise SearcherFailed(f"a search process ended while it ran {program}") from None
             if message[0] == "state":
                 level.keys[index] = message[1]
                 ready.send(message[1] not in answered)
