@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine import actors, sending
 
 LOCK = "select pg_advisory_lock(4242)"
 XACT_LOCK = "select pg_advisory_xact_lock(4242)"
@@ -49,7 +49,7 @@ def test_a_call_nothing_could_block_runs_at_once(
         _lock(c)
         return threading.current_thread()
 
-    future = actors.submit(pool, a, lock_and_say_where, [a, b])
+    future = sending.submit(pool, a, lock_and_say_where, [a, b])
     assert future.result() is threading.current_thread()
 
 
@@ -60,11 +60,11 @@ def test_a_call_behind_a_held_transaction_waits_on_its_thread(
     a, b = pair
     a.conn.execute("begin")
     a.conn.execute(XACT_LOCK)
-    actors.submit(pool, b, _lock, [a, b])  # inline, it would hang here until Stuck
-    actors.settle(pool, [a, b])
+    sending.submit(pool, b, _lock, [a, b])  # inline, it would hang here until Stuck
+    sending.settle(pool, [a, b])
     assert b.pending is not None and not b.pending.done()
     a.conn.execute("commit")
-    actors.settle(pool, [a, b])
+    sending.settle(pool, [a, b])
     assert b.pending.done() and b.pending.exception() is None
 
 
@@ -81,7 +81,7 @@ def test_an_inline_call_stuck_outside_the_harness_ends_in_stuck(
     with psycopg.connect(reference_dsn, autocommit=True) as stranger:
         stranger.execute(LOCK)
         with pytest.raises(actors.Stuck, match="a's call neither finished"):
-            actors.submit(pool, a, lambda c: c.execute(LOCK), [a])
+            sending.submit(pool, a, lambda c: c.execute(LOCK), [a])
 
 
 def _retry_forever(conn: psycopg.Connection[Any]) -> None:
@@ -102,9 +102,9 @@ def test_a_call_on_its_thread_that_retries_forever_is_ended(
     monkeypatch.setattr(actors, "GRACE", 0.5)
     a, b = pair
     a.conn.execute("begin")
-    actors.submit(pool, b, _retry_forever, [a, b])
+    sending.submit(pool, b, _retry_forever, [a, b])
     with pytest.raises(actors.CallHung, match="b's call did not return within 1 s"):
-        actors.settle(pool, [a, b])
+        sending.settle(pool, [a, b])
     assert b.pending is not None and b.pending.done()  # its thread is free again
     assert isinstance(b.pending.exception(), actors.CallHung)
     a.conn.execute("rollback")
@@ -118,7 +118,7 @@ def test_an_inline_call_that_retries_forever_is_ended(
     monkeypatch.setattr(actors, "GRACE", 0.5)
     a, _ = pair
     with pytest.raises(actors.CallHung, match="a's call did not return within 1 s"):
-        actors.submit(pool, a, _retry_forever, [a])
+        sending.submit(pool, a, _retry_forever, [a])
 
 
 def test_calls_in_a_deadlock_are_left_for_the_caller_to_break(
@@ -130,18 +130,18 @@ def test_calls_in_a_deadlock_are_left_for_the_caller_to_break(
     a.conn.execute("begin")
     a.conn.execute("select pg_advisory_xact_lock(1)")
     both = "select pg_advisory_xact_lock(2), pg_advisory_xact_lock(1)"
-    actors.submit(pool, b, lambda c: c.execute(both), [a, b])  # takes 2, waits on a for 1
-    actors.settle(pool, [a, b])
-    actors.submit(pool, a, lambda c: c.execute("select pg_advisory_xact_lock(2)"), [a, b])
-    actors.settle(pool, [a, b])  # a waits on b, b on a
+    sending.submit(pool, b, lambda c: c.execute(both), [a, b])  # takes 2, waits on a for 1
+    sending.settle(pool, [a, b])
+    sending.submit(pool, a, lambda c: c.execute("select pg_advisory_xact_lock(2)"), [a, b])
+    sending.settle(pool, [a, b])  # a waits on b, b on a
     assert a.pending is not None and not a.pending.done()
     assert b.pending is not None and not b.pending.done()
     pool.cancel(a)
-    actors.settle(pool, [a, b])
+    sending.settle(pool, [a, b])
     with pytest.raises(psycopg.errors.QueryCanceled):
-        actors.outcome(a)
+        sending.outcome(a)
     a.conn.execute("rollback")
-    actors.settle(pool, [a, b])
+    sending.settle(pool, [a, b])
     assert b.pending.done() and b.pending.exception() is None
 
 
@@ -182,7 +182,7 @@ def test_a_rollback_on_a_backend_the_harness_ended_is_not_reported(
                     pass
             raise RuntimeError("the library's own error, after the crash")
 
-    actors.submit(pool, b, raises_after_its_backend_ended, [b], after=99)  # its own thread
+    sending.submit(pool, b, raises_after_its_backend_ended, [b], after=99)  # its own thread
     assert inside.wait(10)
     with caplog.at_level("WARNING", logger="psycopg"):
         pool.terminate(b)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from leasecheck.stateful import clock
-from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine import actors, sending
 
 
 @pytest.fixture
@@ -24,8 +24,8 @@ def pool(reference_dsn: str) -> Iterator[actors.Pool]:
 def _used(pool: actors.Pool, call: Any) -> actors.Session:
     """Return a session on which `call` ran as a queue's call does, then handed back."""
     session = pool.open("w0")
-    actors.submit(pool, session, call, [session])
-    actors.outcome(session)
+    sending.submit(pool, session, call, [session])
+    sending.outcome(session)
     pool.release(session)
     return session
 

@@ -16,7 +16,7 @@ import pytest
 import mutants
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import contract
-from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine import actors, sending
 from leasecheck.stateful.engine.moves import Take
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.program import Step
@@ -47,17 +47,17 @@ def test_a_parked_call_holds_its_transaction_until_resumed(pool: actors.Pool) ->
     settle returns (both are held still by the harness), and resuming lets both finish."""
     a, b = pool.open("a"), pool.open("b")
     try:
-        actors.submit(pool, a, _two_statements, [a, b], after=2)
-        actors.settle(pool, [a, b])
+        sending.submit(pool, a, _two_statements, [a, b], after=2)
+        sending.settle(pool, [a, b])
         assert a.parked and a.in_transaction
-        actors.submit(pool, b, lambda c: c.execute(XACT_LOCK), [a, b])
-        actors.settle(pool, [a, b])
+        sending.submit(pool, b, lambda c: c.execute(XACT_LOCK), [a, b])
+        sending.settle(pool, [a, b])
         assert b.pending is not None and not b.pending.done()
         assert pool.blocked([b]) == {b.pid: [a.pid]}
-        actors.resume(a)
-        actors.settle(pool, [a, b])
-        assert actors.outcome(a) == 7
-        actors.outcome(b)
+        sending.resume(a)
+        sending.settle(pool, [a, b])
+        assert sending.outcome(a) == 7
+        sending.outcome(b)
     finally:
         pool.release(a)
         pool.release(b)
@@ -76,13 +76,13 @@ def test_a_cancelled_call_armed_to_pause_goes_on_to_its_rollback(pool: actors.Po
             with c.transaction():
                 c.execute(XACT_LOCK)
 
-        actors.submit(pool, b, locks, [a, b], after=2)
-        actors.settle(pool, [a, b])
+        sending.submit(pool, b, locks, [a, b], after=2)
+        sending.settle(pool, [a, b])
         assert pool.blocked([b]) == {b.pid: [a.pid]} and not b.parked
         pool.cancel(b)
         assert b.pending is not None and b.pending.done()
         with pytest.raises(psycopg.errors.QueryCanceled):
-            actors.outcome(b)
+            sending.outcome(b)
     finally:
         a.conn.execute("rollback")
         pool.release(a)
@@ -92,9 +92,9 @@ def test_a_cancelled_call_armed_to_pause_goes_on_to_its_rollback(pool: actors.Po
 def test_a_call_that_ends_before_its_gate_never_parks(pool: actors.Pool) -> None:
     a = pool.open("a")
     try:
-        actors.submit(pool, a, lambda c: c.execute("select 1").fetchone(), [a], after=3)
-        actors.settle(pool, [a])
-        assert not a.parked and actors.outcome(a) == (1,)
+        sending.submit(pool, a, lambda c: c.execute("select 1").fetchone(), [a], after=3)
+        sending.settle(pool, [a])
+        assert not a.parked and sending.outcome(a) == (1,)
     finally:
         pool.release(a)
 
@@ -102,12 +102,12 @@ def test_a_call_that_ends_before_its_gate_never_parks(pool: actors.Pool) -> None
 def test_terminating_a_parked_call_loses_its_outcome(pool: actors.Pool) -> None:
     """A crash while a call waits at its gate: the call goes on into a dead connection."""
     a = pool.open("a")
-    actors.submit(pool, a, _two_statements, [a], after=1)
-    actors.settle(pool, [a])
+    sending.submit(pool, a, _two_statements, [a], after=1)
+    sending.settle(pool, [a])
     assert a.parked
     pool.terminate(a)
     with pytest.raises(psycopg.OperationalError):
-        actors.outcome(a)
+        sending.outcome(a)
     pool.release(a)
 
 

@@ -31,7 +31,7 @@ from leasecheck.stateful.contract import (
     Queue,
     capabilities,
 )
-from leasecheck.stateful.engine import actors, answers, isolation, replan, shrinking
+from leasecheck.stateful.engine import actors, answers, isolation, replan, sending, shrinking
 from leasecheck.stateful.engine.answers import Answered, Outcome, Raised
 from leasecheck.stateful.engine.priorities import Priorities
 from leasecheck.stateful.engine.scheduler import Scheduler
@@ -387,7 +387,7 @@ class Core:
         if self.between_transactions(w):
             self.saw("crash between a call's two transactions")
         sessions = [s for s in (w.main, w.beat) if s is not None and (s is w.main or s.used)]
-        for session in sorted(sessions, key=lambda s: (not actors.blocked(s), s.pending is None)):
+        for session in sorted(sessions, key=lambda s: (not sending.blocked(s), s.pending is None)):
             self.pool.terminate(session)
         self.scheduler.settle()
         if w.txn is not None:

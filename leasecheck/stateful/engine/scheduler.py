@@ -16,7 +16,7 @@ import psycopg
 from psycopg import Connection
 
 from leasecheck.stateful.contract import Claim, ContractError, as_claim
-from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine import actors, sending
 from leasecheck.stateful.engine.answers import Answered, Done, Ended, Lost, Outcome, Raised
 from leasecheck.stateful.engine.workers import Held, Worker
 from leasecheck.stateful.history import History
@@ -149,7 +149,7 @@ class Scheduler:
         else:
             w.waiting = finish
         session.what = (op, job)
-        actors.submit(self.pool, session, fn, self.sessions(), after=after)
+        sending.submit(self.pool, session, fn, self.sessions(), after=after)
         self.settle()
         self._after_send(w, session, beat=beat)
         if op in _CLAIMING and w.waiting is finish:  # paused or blocked: in flight
@@ -202,7 +202,7 @@ class Scheduler:
 
     def resume_call(self, w: Worker) -> None:
         """Let `w`'s parked call go on from its gate; it may answer, or block on a lock."""
-        actors.resume(w.main)
+        sending.resume(w.main)
         op, job = w.main.what
         self.history.add(self.host.now, w.name, op, "event", job=job, note="goes on")
         self.host.say(f"t={stamp(self.host.now)} {w.name}'s {op} goes on")
@@ -295,7 +295,7 @@ class Scheduler:
         """Settle the calls in flight and hand on the outcomes of those that finished;
         return whether any had."""
         sessions = self.sessions()
-        actors.settle(self.pool, sessions)
+        sending.settle(self.pool, sessions)
         finished = []
         for w in self.host.actors():
             for session, attr in ((w.main, "waiting"), (w.beat, "beat_waiting")):
@@ -308,7 +308,7 @@ class Scheduler:
         # queues lock waiters first come, first served.
         for _, session, callback in sorted(finished, key=lambda f: f[0]):
             try:
-                result = actors.outcome(session)
+                result = sending.outcome(session)
             except Exception as exc:
                 result = exc
             callback(result)
