@@ -88,7 +88,7 @@ def add_parser(commands: Any) -> None:
         default=None,
         metavar="N",
         help="search processes, each on a database of its own (default: the CPUs this "
-        "process may use; 1 searches in this process)",
+        "process may use, at most 4; 1 searches in this process)",
     )
     cmd.add_argument("--leasecheck-dir", default=".leasecheck", help="where failures go")
     cmd.set_defaults(run=command)
@@ -118,13 +118,19 @@ class Told:
 
 
 def _processes(asked: int | None) -> int | None:
-    """Return how many processes search: as asked, else the CPUs this process may use
-    (1 where processes cannot be forked); None for a number below 1."""
+    """Return how many processes search: as asked, else the CPUs this process may use, at
+    most `MOST_PROCESSES` (1 where processes cannot be forked); None for a number below 1."""
     if asked is not None:
         return asked if asked >= 1 else None
     if not parallel.available():
         return 1
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, MOST_PROCESSES))
+
+
+MOST_PROCESSES = 4
+"""The default's ceiling: each searcher holds a database and about fifteen connections,
+and a server's default max_connections is 100; past the cores, more only wait."""
 
 
 def _clock_problem(server_dsn: str, queue: Any) -> str | None:

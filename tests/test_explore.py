@@ -261,3 +261,16 @@ def test_the_clock_moves_can_be_named(leasecheck_server_dsn: str, tmp_path: Path
     assert done.returncode == 1, done.stdout + done.stderr
     assert "[exclusive-lease]" in done.stdout
     assert f"time_passes to {'/'.join(edges)}" in done.stdout.splitlines()[-1]
+
+
+def test_the_default_number_of_processes_stays_under_a_servers_connections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a machine of many CPUs the default must not open more searchers (each a
+    database and its connections) than a server's default max_connections allows."""
+    from leasecheck import explore as command
+
+    monkeypatch.setattr(command.os, "sched_getaffinity", lambda _: set(range(64)), raising=False)
+    assert command._processes(None) == command.MOST_PROCESSES
+    assert command._processes(16) == 16  # asked for: as asked
+    assert command._processes(0) is None

@@ -602,4 +602,4 @@ def _serialization(raised: str | None) -> tuple[str, ...]:
     )
 
 
-_SERIALIZATION = ("SerializationFailure", "could not serialize", "40001")
+_SERIALIZATION = ("SerializationFailure", "could not serialize")
