@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -270,7 +271,7 @@ def test_the_default_number_of_processes_stays_under_a_servers_connections(
     database and its connections) than a server's default max_connections allows."""
     from leasecheck import explore as command
 
-    monkeypatch.setattr(command.os, "sched_getaffinity", lambda _: set(range(64)), raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(64)), raising=False)
     assert command._processes(None) == command.MOST_PROCESSES
     assert command._processes(16) == 16  # asked for: as asked
     assert command._processes(0) is None
