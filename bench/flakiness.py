@@ -26,14 +26,14 @@ from bench._db import reference_database
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors, profiles
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.machine import Harness, LeaseMachine, Machine
 from leasecheck.stateful.properties import PropertyViolated
 
 
 def _run(harness: Harness, seed: int, profile: settings) -> dict[str, Any]:
     made = 0
 
-    def factory() -> LeaseMachine:
+    def factory() -> Machine:
         nonlocal made
         made += 1
         return LeaseMachine(harness)

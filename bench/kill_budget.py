@@ -21,7 +21,7 @@ import mutants
 from bench._db import reference_database
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors, isolation
-from leasecheck.stateful.machine import LeaseMachine
+from leasecheck.stateful.machine import Machine
 from properties import test_mutants
 
 
@@ -29,17 +29,17 @@ from properties import test_mutants
 def _counted() -> Iterator[list[int]]:
     """Count the machines made (one an example) while the enclosed run goes."""
     made = [0]
-    init = LeaseMachine.__init__
+    init = Machine.__init__
 
-    def counting(self: LeaseMachine, *args: Any, **kwargs: Any) -> None:
+    def counting(self: Machine, *args: Any, **kwargs: Any) -> None:
         made[0] += 1
         init(self, *args, **kwargs)
 
-    LeaseMachine.__init__ = counting  # type: ignore[method-assign]
+    Machine.__init__ = counting  # type: ignore[method-assign]
     try:
         yield made
     finally:
-        LeaseMachine.__init__ = init  # type: ignore[method-assign]
+        Machine.__init__ = init  # type: ignore[method-assign]
 
 
 def _death(name: str, pool: actors.Pool) -> tuple[int, str]:

@@ -23,7 +23,7 @@ import re
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import hypothesis.core
 from hypothesis import HealthCheck, Phase, settings
@@ -34,7 +34,7 @@ from bench._db import reference_database
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.machine import Harness, LeaseMachine, Machine, build
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import minimize
 
@@ -60,7 +60,7 @@ def _what(error: BaseException) -> str:
     return f"error:{type(error).__name__}"
 
 
-class _Watched(LeaseMachine):
+class _Watched(Machine):
     """The machine, telling its run when it fails (in an invariant or at teardown)."""
 
     def __init__(self, harness: Harness, run: _Run) -> None:
@@ -115,7 +115,7 @@ def run_one(harness: Harness, seed: int, budget: int) -> dict[str, Any]:
     steps = 0
     try:
         run_state_machine_as_test(
-            lambda: _Watched(harness, run),
+            lambda: cast("type[_Watched]", build(shell=_Watched))(harness, run),
             settings=settings(
                 max_examples=budget,
                 stateful_step_count=30,

@@ -40,7 +40,7 @@ def _child(examples: int, profile: str, shards: int, cache: int, dsn: str | None
     from leasecheck.stateful import contract
     from leasecheck.stateful.engine import actors, profiles
     from leasecheck.stateful.engine.literals import run_state_machine_as_test
-    from leasecheck.stateful.machine import Harness
+    from leasecheck.stateful.machine import Harness, build
     from leasecheck.wing.shards import Shard
 
     budget = settings(profiles.budget(profile, None), max_examples=examples, derandomize=True)
@@ -52,7 +52,7 @@ def _child(examples: int, profile: str, shards: int, cache: int, dsn: str | None
         harness.reset()
         started = time.perf_counter()
         for shard in (Shard(k, shards) for k in range(shards)):
-            machine = seed(shard.seed)(lambda: _Counting(harness))
+            machine = seed(shard.seed)(lambda: build(shell=_Counting)(harness))
             with memory.bounded(cache or 10**9):  # as the suite runs it, or Hypothesis's bound
                 run_state_machine_as_test(machine, settings=shard.budget(budget))
         seconds = time.perf_counter() - started

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -42,7 +42,8 @@ from bench._db import reference_database
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.machine import Harness, LeaseMachine, Machine, build
+from leasecheck.stateful.program import recorded
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL = 1.7
@@ -111,7 +112,7 @@ def suite(repeats: int, extra: list[str], profile: str | None) -> dict[str, Any]
     return result
 
 
-class _Counted(LeaseMachine):
+class _Counted(Machine):
     """The machine, counting examples and invariant checks (one per rule, plus one first)."""
 
     examples = 0
@@ -136,20 +137,20 @@ def worker_knob() -> str | None:
     return None
 
 
-def _fixed(workers: int) -> type[_Counted]:
+def _fixed(workers: int) -> type[Machine]:
     """Return the counting machine with `start` drawing exactly `workers` workers."""
 
-    class Fixed(_Counted):
-        @initialize(workers=st.just(workers))
-        def start(self, workers: int) -> None:
-            LeaseMachine.start(self, workers)
+    @initialize(workers=st.just(workers))
+    @recorded
+    def start(self: Machine, workers: int) -> None:
+        self.d.start(workers)
 
-    Fixed.__name__ = f"LeaseMachineWith{workers}Workers"
-    return Fixed
+    name = f"LeaseMachineWith{workers}Workers"
+    return cast("type[Machine]", type(name, (build(shell=_Counted),), {"start": start}))
 
 
 def _measure(
-    harness: Harness, machine: type[_Counted], examples: int, steps: int
+    harness: Harness, machine: type[Machine], examples: int, steps: int
 ) -> dict[str, float]:
     _Counted.examples = _Counted.checks = 0
     start = time.perf_counter()
@@ -185,7 +186,7 @@ def grid(
             f"worker sweep skipped: {why}; it needs a knob such as a `workers: int | None` field "
             "on Harness that `start` draws from; running with the machine's own draw (2-5)"
         )
-    machines = {w: _fixed(w) for w in workers} if why is None else {0: _Counted}
+    machines = {w: _fixed(w) for w in workers} if why is None else {0: build(shell=_Counted)}
     cells = [(w, s) for w in machines for s in steps]
     raw: dict[str, list[dict[str, float]]] = {f"{w}x{s}": [] for w, s in cells}
     with reference_database(pg_dsn) as dsn:

@@ -34,10 +34,10 @@ from bench.wire import NEEDED, Wire
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.machine import Harness, Machine, build
 
 
-class _Counting(LeaseMachine):
+class _Counting(Machine):
     steps = 0
     examples = 0
 
@@ -100,7 +100,7 @@ def _run(dsn: str, examples: int) -> tuple[int, int, float]:
     harness.reset()
     start = time.perf_counter()
     run_state_machine_as_test(
-        lambda: _Counting(harness),
+        lambda: build(shell=_Counting)(harness),
         settings=settings(SETTINGS, max_examples=examples),
     )
     elapsed = time.perf_counter() - start

@@ -27,29 +27,26 @@ from bench._db import reference_database
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.machine import SCHEDULES, Harness, LeaseMachine, machine_for
+from leasecheck.stateful.machine import SCHEDULES, Harness, Machine, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 
 
-def _targeting(machine: type[LeaseMachine]) -> type[LeaseMachine]:
-    """Return `machine` reporting, at each example's end, how many distinct dangerous
+class _Targeting(Machine):
+    """The machine reporting, at each example's end, how many distinct dangerous
     situations it produced, as Hypothesis's `target()`: an experiment, not the suite's."""
 
-    class Targeting(machine):  # type: ignore[valid-type,misc]
-        def teardown(self) -> None:
-            target(float(len(self.d.oracle.ledger.situations)), label="distinct situations")
-            super().teardown()
-
-    return Targeting
+    def teardown(self) -> None:
+        target(float(len(self.d.core.oracle.ledger.situations)), label="distinct situations")
+        super().teardown()
 
 
 def _run(
     harness: Harness, seed: int, budget: int, schedule: str = "random", aim: bool = False
 ) -> dict[str, Any]:
     made = 0
-    machine = _targeting(machine_for(schedule)) if aim else machine_for(schedule)
+    machine = machine_for(schedule, shell=_Targeting if aim else Machine)
 
-    def factory() -> LeaseMachine:
+    def factory() -> Machine:
         nonlocal made
         made += 1
         return machine(harness)

@@ -22,10 +22,10 @@ from leasecheck.dbfixtures import janitor, servers
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors, isolation, probe
 from leasecheck.stateful.engine.core import MAX_JOBS, Harness
-from leasecheck.stateful.engine.moves import TIMES
 from leasecheck.stateful.exhaustive import parallel
 from leasecheck.stateful.exhaustive.scope import Outcome, Scope
 from leasecheck.stateful.exhaustive.search import explore
+from leasecheck.stateful.moves import TIMES
 
 
 def add_parser(commands: Any) -> None:

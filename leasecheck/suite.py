@@ -29,7 +29,7 @@ from leasecheck.stateful.engine import actors, memory
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.engine.shrinking import ShrinkSpent
 from leasecheck.stateful.exhaustive import layer
-from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
+from leasecheck.stateful.machine import Harness, Machine, machine_for
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import confirm, minimize, replay
 from leasecheck.stateful.story.minimize import Minimized
@@ -62,7 +62,7 @@ def test_leasecheck_properties(
         leasecheck_harness.schedule, leasecheck_shard.index, leasecheck_harness.isolation
     )
 
-    def machine() -> LeaseMachine:
+    def machine() -> Machine:
         return schedule(leasecheck_harness)
 
     if leasecheck_budget.derandomize:

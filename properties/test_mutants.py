@@ -22,10 +22,10 @@ from leasecheck import kit
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors, isolation
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.exhaustive import layer
 from leasecheck.stateful.exhaustive.search import explore
-from leasecheck.stateful.machine import Harness, LeaseMachine, machine_for
+from leasecheck.stateful.machine import Harness, LeaseMachine, Machine, machine_for
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.properties import PropertyViolated
 
 # The last mutant to die in the search does so at example 146 of this derandomized
@@ -148,23 +148,24 @@ def program(error: BaseException) -> list[str]:
     return [c for c in calls if c not in judged]
 
 
-def _river_1302(machine: LeaseMachine) -> None:
+def _river_1302(machine: Machine) -> None:
     """The River #1302 race as rule calls: the owner's late completion commits while a
     reaper (the queue's own recovery sweep) that selected the expired job waits on its
     row lock."""
+    play = machine.play
     steps: list[Callable[[], object]] = [
-        lambda: machine.start(workers=2),
-        lambda: machine.claim(how=Take(worker=0, held=False)),
-        lambda: machine.asleep(how=Stall(worker=0, alone=True, then="nothing")),
-        lambda: machine.open_transaction(pick=0),
-        lambda: machine.complete(pick=0),
+        lambda: play("start", workers=2),
+        lambda: play("claim", how=Take(worker=0, held=False)),
+        lambda: play("asleep", how=Stall(worker=0, alone=True, then="nothing")),
+        lambda: play("open_transaction", pick=0),
+        lambda: play("complete", pick=0),
         # the reaper blocks here (a queue without one: another worker's claim instead)
         lambda: (
-            machine.sweep(after="now")
+            play("sweep", after="now")
             if machine.caps.maintain
-            else machine.claim(how=Take(worker=1, held=False))
+            else play("claim", how=Take(worker=1, held=False))
         ),
-        lambda: machine.close_transaction(pick=0, commit=True),
+        lambda: play("close_transaction", pick=0, commit=True),
     ]
     try:
         for step in steps:

@@ -16,8 +16,8 @@ from leasecheck import suite
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.moves import Take
 from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.moves import Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import NO_LOST_JOBS, OWNER_PROGRESS, PropertyViolated
 from leasecheck.stateful.story import replay

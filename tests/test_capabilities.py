@@ -21,8 +21,8 @@ from leasecheck.stateful import contract
 from leasecheck.stateful.contract import Claim, Effect
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.engine.moves import Take
 from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.moves import Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.story import replay
 from tests.fixtures import derandomized

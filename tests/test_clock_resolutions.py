@@ -21,8 +21,8 @@ from leasecheck.reference.queue import QUERIES, ReferenceQueue, check_lease, che
 from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.driver import Driver
-from leasecheck.stateful.engine.moves import TIMES, Take
 from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.moves import TIMES, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.story import replay
 from leasecheck.stateful.units import LEASE, MILLISECOND, ROUNDED, SECOND, stamp

@@ -11,7 +11,7 @@ import mutants
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.core import Harness
-from leasecheck.stateful.engine.moves import Stall, Take
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import confirm, replay

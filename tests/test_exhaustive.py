@@ -20,10 +20,10 @@ from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.engine.driver import Driver
-from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.exhaustive import audit, state
 from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.exhaustive.search import explore, run_program
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import NO_HIDDEN_CLAIMS
 

@@ -18,10 +18,10 @@ from leasecheck.stateful import contract, opening
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.exhaustive import layer
 from leasecheck.stateful.exhaustive.search import explore
 from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay

@@ -18,8 +18,8 @@ from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import contract, program
 from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import (
     EXCLUSIVE_LEASE,

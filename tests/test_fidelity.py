@@ -14,8 +14,8 @@ import pytest
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.moves import Take
 from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.moves import Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import EXCLUSIVE_LEASE, RETRY_CAP, PropertyViolated
 from leasecheck.stateful.story import replay

@@ -19,7 +19,7 @@ from hypothesis.internal.conjecture import providers
 
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful.engine import actors, literals
-from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.machine import Harness, Machine, build
 from tests.fixtures import derandomized
 
 MODULE = "leasecheck_literals_probe"
@@ -48,7 +48,7 @@ def test_hypothesis_sees_the_module_and_the_run_does_not(literal_module: None) -
     assert set(EVERY_LITERAL) <= set(providers._get_local_constants().integers)
 
 
-class _Looking(LeaseMachine):
+class _Looking(Machine):
     """The machine, noting what literals Hypothesis would draw from while it runs."""
 
     seen: set[int] = set()
@@ -64,6 +64,8 @@ def test_a_seeded_run_draws_no_module_literals(
     harness = Harness(queue=ReferenceQueue(), pool=reference_pool)
     harness.reset()
     _Looking.seen = set()
-    literals.run_state_machine_as_test(lambda: _Looking(harness), settings=derandomized(3))
+    literals.run_state_machine_as_test(
+        lambda: build(shell=_Looking)(harness), settings=derandomized(3)
+    )
     assert _Looking.seen == set()
     assert set(EVERY_LITERAL) <= set(providers._get_local_constants().integers)

@@ -11,8 +11,8 @@ import mutants
 from leasecheck import suite
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import FENCING, PropertyViolated
 from leasecheck.stateful.story import minimize, replay

@@ -17,8 +17,8 @@ import mutants
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors, sending
-from leasecheck.stateful.engine.moves import Take
 from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.moves import Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import FENCING, NO_LOST_JOBS, PropertyViolated
 from leasecheck.stateful.story import replay
@@ -220,7 +220,7 @@ def test_a_crash_ends_the_heartbeat_waiting_behind_its_own_paused_completion_fir
         machine.every_property_holds()
     lease = "select lease_until from jobs"
     before = reference_pool.monitor.execute(lease).fetchall()
-    machine.crash(pick=0)
+    machine.play("crash", pick=0)
     machine.every_property_holds()
     assert reference_pool.monitor.execute(lease).fetchall() == before
     machine.teardown()
@@ -269,8 +269,8 @@ def test_a_program_saved_without_a_hold_pauses_until_resume_call(
         getattr(machine, step.rule)(**step.args)
         machine.every_property_holds()
     for _ in range(8):
-        machine.time_passes(to="second")
+        machine.play("time_passes", to="second")
     assert [w.name for w in machine.d.core.parked()] == ["w0"]
-    machine.resume_call(pick=0)
+    machine.play("resume_call", pick=0)
     assert not machine.d.core.parked()
     machine.teardown()

@@ -14,9 +14,9 @@ from leasecheck.stateful import contract, program
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.driver import Driver
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.engine.moves import Take
 from leasecheck.stateful.engine.priorities import Priorities
 from leasecheck.stateful.machine import Harness, LeaseMachine, PriorityMachine, machine_for
+from leasecheck.stateful.moves import Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay

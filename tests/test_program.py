@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from leasecheck.stateful import program
-from leasecheck.stateful.engine.moves import Stall, Take
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.story import replay
 from leasecheck.wing import shards

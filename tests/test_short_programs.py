@@ -20,11 +20,11 @@ from bench.corpus.short_programs.witnesses import WITNESSES
 from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine.driver import Driver
-from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.exhaustive import layer
 from leasecheck.stateful.exhaustive.moves import enabled
 from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import ALL, PropertyViolated
 from leasecheck.stateful.story import replay

@@ -22,9 +22,9 @@ from leasecheck import cli, suite
 from leasecheck.stateful import contract
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import actors, profiles
-from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.engine.shrinking import Budget, ShrinkSpent
 from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated, Violation
 from leasecheck.stateful.story import replay

@@ -23,9 +23,9 @@ from leasecheck.stateful.contract import Queue
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.driver import Driver
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.engine.timeouts import _Trips
 from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import DONE_EFFECT, PropertyViolated
 from leasecheck.stateful.story import replay

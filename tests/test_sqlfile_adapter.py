@@ -24,8 +24,8 @@ from leasecheck.stateful import clock
 from leasecheck.stateful.contract import CALLS, Claim, capabilities, not_checked
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay

@@ -18,8 +18,8 @@ import pytest
 import mutants
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.moves import Take
 from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.moves import Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from leasecheck.stateful.contract import Capabilities
 from leasecheck.stateful.engine.core import Harness
-from leasecheck.stateful.engine.moves import RIVALS, Stall, Take
+from leasecheck.stateful.moves import RIVALS, Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.story import replay
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from leasecheck.stateful.engine.moves import Stall, Take
+from leasecheck.stateful.moves import Stall, Take
 
 FORMAT = 1
 """Bumped when a saved program could no longer replay as it was recorded."""

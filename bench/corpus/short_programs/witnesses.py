@@ -10,7 +10,7 @@ dozen moves on two workers and one or two jobs: small scope, yet `ci` met none o
 
 from __future__ import annotations
 
-from leasecheck.stateful.engine.moves import Stall, Take
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 
 

@@ -18,10 +18,10 @@ from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import replan, teardown
 from leasecheck.stateful.engine.calls import Calls
 from leasecheck.stateful.engine.core import MAX_JOBS, Core, Harness, seconds, silent
-from leasecheck.stateful.engine.moves import Stall, Take
 from leasecheck.stateful.engine.priorities import Priorities
 from leasecheck.stateful.engine.timeouts import FAULTS
 from leasecheck.stateful.engine.workers import Worker
+from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.units import BEAT, LEASE, MILLISECOND, ROUNDED, SECOND
 
 
@@ -66,7 +66,7 @@ class Driver:
         """The producer adds jobs (never more than MAX_JOBS in one example).
 
         It takes an argument only so that it sorts after `asleep` and `claim`: see
-        `stateful.engine.moves`.
+        `stateful.moves`.
         """
         with self.core.step():
             for _ in range(min(jobs, MAX_JOBS - len(self.core.jobs))):
@@ -155,7 +155,7 @@ class Driver:
         more and then acknowledges everything it holds in one batch. A completion or
         failure report that answered is followed by the worker's next claim, as its loop
         goes on: a stale report that made the job visible again shows at once.
-        (Named to sort first among the rules: see `stateful.engine.moves`.)
+        (Named to sort first among the rules: see `stateful.moves`.)
         """
         with self.core.step():
             w = self.core.pick(

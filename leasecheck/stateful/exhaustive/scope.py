@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from leasecheck.stateful.engine.moves import TIMES
+from leasecheck.stateful.moves import TIMES
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 

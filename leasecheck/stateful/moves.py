@@ -1,4 +1,6 @@
-"""The composite arguments of the machine's two story rules, and why they are composite.
+"""The moves' vocabulary: the composite arguments of the two story rules, and where the
+clock may move. Plain data, read by the driver, the programs and the table of moves
+(`stateful.rules`, which says what Hypothesis draws for each).
 
 Hypothesis orders a machine's rules by their number of arguments, then by name, and
 it extends every new prefix of an early example with the simplest choices: the first
@@ -14,26 +16,6 @@ shrinking toward it also shortens the counterexample.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from hypothesis import strategies as st
-
-from leasecheck.stateful.engine import priorities
-
-PICK = st.integers(min_value=0, max_value=7)
-"""An index into the workers (or held claims) eligible for a rule, taken modulo their count."""
-
-AFTER = st.integers(min_value=1, max_value=3)
-"""After how many round trips a preempted call pauses (a transaction's BEGIN is one)."""
-
-HOLD = st.integers(min_value=1, max_value=6)
-"""How many further steps a call paused between its statements waits before it goes on
-by itself (`resume_call` may end the pause sooner). Left to `resume_call` alone, a pause
-mostly lasted until the worker crashed or the example ended: in one `ci` run 93 calls
-paused and 11 went on before teardown, so the race a pause opens was rarely closed.
-The simplest value, one step between two statements, is the shallowest preemption."""
-
-BATCH = st.integers(min_value=1, max_value=3)
-"""How many jobs a batch claim asks for, or a batch completion takes."""
 
 WAKE_UP = ("complete", "fail", "heartbeat", "nothing", "batch")
 """What a worker that wakes does first with the job it was working on (simplest first);
@@ -97,23 +79,3 @@ second). Hypothesis shrinks a `sampled_from` toward its first entries, so the mi
 moves stay first, in the order they always had, and the moves at the resolutions queues
 store (milliseconds, whole seconds) come after them: a counterexample that needs no
 coarse move still shrinks to the moves it always did."""
-
-
-TAKE = st.builds(Take, worker=PICK, held=st.booleans())
-STALL = st.builds(
-    Stall,
-    worker=PICK,
-    alone=st.booleans(),
-    then=st.sampled_from(WAKE_UP),
-    rival=st.sampled_from(RIVALS),
-    long=st.booleans(),
-)
-
-
-ORDERS = st.permutations(range(5))
-"""A priority schedule's order: worker i's priority is entry i (at most five workers)."""
-
-CHANGES = st.lists(
-    st.integers(min_value=1, max_value=40), max_size=priorities.DEPTH - 1, unique=True
-)
-"""The steps after which the worker that acted last drops below every other."""
