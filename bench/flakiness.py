@@ -1,9 +1,10 @@
 """Benchmark (not a test): does the machine ever fail the reference queue? Over random seeds.
 
-    python -m bench.flakiness [--runs 30] [--profile ci] [--seed N ...] [--queue module:attr]
+    python -m bench.flakiness [--runs 30] [--profile ci] [--examples N] [--seed N ...]
+                              [--queue module:attr]
 
 Each run is the machine of `properties/test_machine.py` under the profile's budget
-(examples, steps, shrinking) but with a fresh random seed instead of the profile's
+(examples, or `--examples`; steps; shrinking) but with a fresh random seed instead of the profile's
 derandomized one, all in this process on one embedded server (or `--pg-dsn`). A
 failure is a bug in the reference queue or in the harness; it is printed with its
 seed (`--seed N` replays it) and every run goes into a JSON file. Goal: 0 failures.
@@ -72,7 +73,12 @@ def _write(path: Path, args: argparse.Namespace, runs: list[dict[str, Any]], wal
     """Write every run so far (an interrupted benchmark keeps what it measured)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     failed = sum(r["failed"] for r in runs)
-    summary = {"queue": args.queue, "profile": args.profile, "wall_seconds": round(wall, 1)}
+    summary = {
+        "queue": args.queue,
+        "profile": args.profile,
+        "examples": args.examples,
+        "wall_seconds": round(wall, 1),
+    }
     path.write_text(json.dumps({**summary, "failed": failed, "runs": runs}, indent=1))
 
 
@@ -80,6 +86,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--profile", default="ci", choices=sorted(profiles.PROFILES))
+    parser.add_argument(
+        "--examples", type=int, default=None, help="examples a run (default: the profile's)"
+    )
     parser.add_argument("--seed", type=int, action="append", help="replay this seed (repeatable)")
     parser.add_argument(
         "--queue", default="leasecheck.reference.queue:ReferenceQueue", metavar="MODULE:ATTR"
@@ -88,10 +97,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=Path(".leasecheck/bench-flakiness.json"))
     args = parser.parse_args()
     profile = profiles.budget(args.profile, None)
+    if args.examples is not None:
+        profile = settings(profile, max_examples=args.examples)
     seeds = args.seed or [random.getrandbits(64) for _ in range(args.runs)]
     started = time.perf_counter()
     runs = []
-    with reference_database(args.pg_dsn) as dsn:
+    with reference_database(args.pg_dsn, args.queue) as dsn:
         pool = actors.Pool(dsn)
         try:
             harness = Harness(queue=contract.load(args.queue), pool=pool)
