@@ -167,3 +167,110 @@ def test_a_serialization_failure_says_how_a_retrying_queue_is_run() -> None:
     assert "--leasecheck-excuse owner-progress" in violation.evidence[-1]
     plain = rejudge({"rules": RULES, "facts": [ENQUEUED, W0, call("complete", 0, False, 1_000)]})
     assert not any("excuse" in e for e in plain.oracle.ledger.violations[0].evidence)
+
+
+def releasing(grant: int, op: str, at: int) -> Fact:
+    """The grant's completion or failure report, sent at `at`, is in flight."""
+    return {"op": "releasing", "args": {"grant": grant, "op": op, "at": at}}
+
+
+def answered_late(op: str, grant: int, accepted: bool, at: int, answered: int) -> Fact:
+    """A call sent at `at` that answered only at `answered` (it waited, or was paused)."""
+    fact = call(op, grant, accepted, at)
+    fact["args"]["answered"] = answered
+    return fact
+
+
+def claim_in_flight(call: int) -> Fact:
+    return {"op": "claim_sent", "args": {"call": call}}
+
+
+def claim_answered(call: int, jobs: list[int]) -> Fact:
+    return {"op": "claim_answered", "args": {"call": call, "jobs": jobs, "known": True}}
+
+
+RIVAL = grant(2, "w1", 2_000)
+"""w1 claims job1 inside w0's lease, while w0's completion, sent at 1 ms, is in flight."""
+HEARTBEAT_REFUSED = call("heartbeat", 0, False, 2_000)
+"""The owner's heartbeat refused while its own completion, sent at 1 ms, is in flight."""
+
+WAITS: dict[str, tuple[list[Fact], list[str], int]] = {
+    "a rival granted, then the completion in flight refused": (
+        [
+            W0,
+            releasing(0, "complete", 1_000),
+            RIVAL,
+            answered_late("complete", 0, False, 1_000, 3_000),
+        ],
+        ["exclusive-lease: w1:job1#2 was granted at t=0.002s while w0:job1#1 held"],
+        0,
+    ),
+    "a rival granted, then the completion in flight lost its answer": (
+        [
+            W0,
+            releasing(0, "complete", 1_000),
+            RIVAL,
+            {"op": "release_unknown", "args": {"grant": 0, "op": "complete", "at": 1_000}},
+        ],
+        [],
+        1,
+    ),
+    "the heartbeat refused, then the completion in flight refused": (
+        [
+            W0,
+            releasing(0, "complete", 1_000),
+            HEARTBEAT_REFUSED,
+            answered_late("complete", 0, False, 1_000, 3_000),
+        ],
+        [
+            "owner-progress: the heartbeat of w0:job1#1, which owns job1, was refused",
+            "owner-progress: the completion of w0:job1#1, which owns job1, was refused",
+        ],
+        0,
+    ),
+    "the heartbeat refused, then the completion in flight accepted": (
+        [
+            W0,
+            releasing(0, "complete", 1_000),
+            HEARTBEAT_REFUSED,
+            answered_late("complete", 0, True, 1_000, 3_000),
+        ],
+        [],
+        1,
+    ),
+    "a late owner refused while a claim that takes nothing is in flight": (
+        [
+            W0,
+            claim_in_flight(6),
+            call("complete", 0, False, END + 1),
+            state("running"),
+            claim_answered(6, []),
+        ],
+        ["late-owner: the completion of w0:job1#1, which owns job1, was refused"],
+        0,
+    ),
+    "a late owner refused while a claim that takes its job is in flight": (
+        [
+            W0,
+            claim_in_flight(6),
+            call("complete", 0, False, END + 1),
+            state("running"),
+            claim_answered(6, [1]),
+        ],
+        [],
+        0,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(WAITS))
+def test_a_verdict_that_waits_is_told_only_when_what_it_waited_on_says_so(case: str) -> None:
+    """A verdict resting on a grant whose release is in flight waits for the release's
+    answer (told if refused, said but not judged if accepted or lost); a late owner's
+    refusal waits for the claims in flight (told unless one of them took the job)."""
+    facts, told, unjudged = WAITS[case]
+    ledger = rejudge({"rules": RULES, "facts": [ENQUEUED, *facts]}).oracle.ledger
+    said = [f"{v.prop}: {v.message}" for v in [*ledger.violations, *ledger.deferred]]
+    assert len(said) == len(told), said
+    assert all(s.startswith(t) for s, t in zip(said, told, strict=True)), said
+    assert len(ledger.unjudged) == unjudged, ledger.unjudged

@@ -174,7 +174,7 @@ def _oracle(oracle: Any, calls: _Ranks) -> Hashable:
                flight.failed_when_sent.get(c))
               for c in sorted(flight.calls)),
         flight.lost,
-        tuple((w.job_id, w.said, calls.all(w.calls), _canon(w.flag, calls))
+        tuple((w.job_id, w.said, calls.all(w.calls), _canon(w.verdict, calls))
               for w in flight.waiting),
     )  # fmt: skip
     rest = tuple(

@@ -6,10 +6,11 @@ families, read by the story (the picture draws each grant's lease).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from leasecheck.stateful.contract import Claim
+from leasecheck.stateful.properties import Violation
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,25 @@ class Grant:
     release_moment: int | None = None
     """How many ownership changes had been told when its release now in flight (sent at
     `releasing`) was sent: what was told from then on may have come after that send."""
-    held: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
-    """Verdicts that wait for its release in flight: judged if that release is refused,
-    said but not judged if it is accepted (it may have come first) or loses its answer."""
+    held: list[tuple[str, Pending]] = field(default_factory=list)
+    """Verdicts that wait for its release in flight, each with its words: judged if that
+    release is refused, said but not judged if it is accepted (it may have come first)
+    or loses its answer."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An owner's call the queue refused at `at`, judged again once the release of
+    `grant` it waits on answers (`stateful.verdict.model`, `Oracle._refused`)."""
+
+    grant: Grant
+    what: str
+    at: int
+    raised: str | None = None
+
+
+Pending = Violation | Refusal
+"""A verdict that waits, as data: a violation to tell, or a refusal to judge again."""
 
 
 @dataclass

@@ -9,10 +9,10 @@ have taken any unfinished job, and used one of its attempts, unseen.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leasecheck.stateful.contract import JobId
+from leasecheck.stateful.properties import Violation
 from leasecheck.stateful.verdict.grants import JobModel
 from leasecheck.stateful.verdict.ledger import Ledger
 
@@ -24,7 +24,8 @@ class Waiting:
     job_id: JobId
     said: str
     calls: set[int]
-    flag: Callable[[], None]
+    verdict: Violation
+    """Told if none of the claims in flight hands the job out again."""
 
 
 @dataclass
@@ -52,12 +53,12 @@ class InFlight:
         self.done_when_sent[call] = done_told
         self.failed_when_sent[call] = failed_told
 
-    def wait(self, job_id: JobId, said: str, flag: Callable[[], None]) -> bool:
-        """Hold the late-owner verdict `flag` until the claims in flight answer; return
-        whether any is in flight (otherwise the caller judges now)."""
+    def wait(self, job_id: JobId, said: str, verdict: Violation) -> bool:
+        """Hold the late-owner `verdict` until the claims in flight answer; return
+        whether any is in flight (otherwise the caller tells it now)."""
         if not self.calls:
             return False
-        self.waiting.append(Waiting(job_id, said, set(self.calls), flag))
+        self.waiting.append(Waiting(job_id, said, set(self.calls), verdict))
         return True
 
     def answered(
@@ -95,7 +96,7 @@ class InFlight:
                 w.calls.discard(call)
                 if not w.calls:
                     self.waiting.remove(w)
-                    w.flag()
+                    ledger.flag_violation(w.verdict)
 
     def never_answered(self, ledger: Ledger) -> None:
         """After the drain: a refusal still waiting is said, not judged (not expected,

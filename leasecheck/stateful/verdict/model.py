@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import FAILED, RUNNING, Claim, JobId
 from leasecheck.stateful.properties import Violation
 from leasecheck.stateful.units import stamp
 from leasecheck.stateful.verdict import caps, drain, releases, window
-from leasecheck.stateful.verdict.grants import Grant, JobModel, Mark
+from leasecheck.stateful.verdict.grants import Grant, JobModel, Mark, Pending, Refusal
 from leasecheck.stateful.verdict.hidden import Doubts
 from leasecheck.stateful.verdict.inflight import InFlight
 from leasecheck.stateful.verdict.ledger import Ledger
@@ -175,15 +174,9 @@ class Oracle:
                     f"{label} was granted {when} while "
                     f"{other.label} held a lease until t={stamp(held_until)}"
                 )
-                flag = partial(
-                    self.ledger.flag,
-                    P.EXCLUSIVE_LEASE,
-                    said,
-                    jobs=jobs,
-                    grants=(label, other.label),
-                )
-                if not releases.pending(self.ledger, other, said, latest, flag):
-                    flag()
+                verdict = Violation(P.EXCLUSIVE_LEASE, said, jobs=jobs, grants=(label, other.label))
+                if not releases.pending(self.ledger, other, said, latest, verdict):
+                    self.ledger.flag_violation(verdict)
         caps.judge(self, job, label, sent)
         self.effects.note_key(job, key, label)
         job.grants.append(new)
@@ -226,9 +219,7 @@ class Oracle:
         job = self.job(grant.claim)
         how = f"refused (it raised {raised})" if raised else "refused"
         said = f"the {what} of {grant.label}, which owns {job.label}, was {how} at t={stamp(at)}"
-        if releases.pending(
-            self.ledger, grant, said, at, partial(self._refused, grant, what, at, raised)
-        ):
+        if releases.pending(self.ledger, grant, said, at, Refusal(grant, what, at, raised)):
             return
         refs = {"jobs": (job.label,), "grants": (grant.label,)}
         if grant.lease_end > at:
@@ -255,14 +246,21 @@ class Oracle:
             self.ledger.unjudged.append(f"{late}: {caps.lost_attempts(self, job)}")
             return
 
-        def flag() -> None:
-            why = f"nobody else was granted {job.label}; the queue shows it {status}"
-            self.ledger.flag(P.LATE_OWNER, late, why, **refs)
-
+        why = f"nobody else was granted {job.label}; the queue shows it {status}"
+        verdict = Violation(P.LATE_OWNER, late, (why,), **refs)
         # A claim whose statement ran but whose answer has not come back (it waits
         # between statements, or on a lock) may have taken the job already.
-        if not self.in_flight.wait(grant.claim.job_id, late, flag):
-            flag()
+        if not self.in_flight.wait(grant.claim.job_id, late, verdict):
+            self.ledger.flag_violation(verdict)
+
+    def _settled(self, waited: list[Pending]) -> None:
+        """Judge the verdicts that waited on a release the queue refused: the grant still
+        held the job, so each is told, or its refusal judged again."""
+        for verdict in waited:
+            if isinstance(verdict, Refusal):
+                self._refused(verdict.grant, verdict.what, verdict.at, verdict.raised)
+            else:
+                self.ledger.flag_violation(verdict)
 
     def releasing(self, grant: Grant, op: str, at: int) -> None:
         """`grant`'s completion or failure report (`op`), sent at `at`, is in flight
@@ -344,7 +342,7 @@ class Oracle:
     ) -> None:
         """Judge a completion; a refusal when it was answered (see `heartbeat`)."""
         sent = self._sent(grant, at, answered, release=True)
-        releases.answered(self.ledger, grant, "completion", accepted)
+        self._settled(releases.answered(self.ledger, grant, "completion", accepted))
         job = self.job(grant.claim)
         unsure = self._unsure(job, grant, "completion", accepted)
         win = None if unsure else self._window(job, grant, sent, "completion")
@@ -391,7 +389,7 @@ class Oracle:
     ) -> None:
         """Judge a failure report; a refusal when it was answered (see `heartbeat`)."""
         sent = self._sent(grant, at, answered, release=True)
-        releases.answered(self.ledger, grant, "failure report", accepted)
+        self._settled(releases.answered(self.ledger, grant, "failure report", accepted))
         job = self.job(grant.claim)
         if accepted:  # what a cap on failures counts, whoever sent it
             job.failed.append(self.failed_told)

@@ -11,10 +11,8 @@ or lost its answer (it may have committed).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from leasecheck.stateful.units import stamp
-from leasecheck.stateful.verdict.grants import Grant
+from leasecheck.stateful.verdict.grants import Grant, Pending
 from leasecheck.stateful.verdict.ledger import Ledger
 
 NAMES = {"complete": "completion", "fail": "failure report"}
@@ -41,28 +39,30 @@ def lost(ledger: Ledger, grant: Grant, op: str, at: int) -> None:
         )
 
 
-def answered(ledger: Ledger, grant: Grant, what: str, accepted: bool) -> None:
-    """Judge what waited for `grant`'s release in flight, now that it answered."""
+def answered(ledger: Ledger, grant: Grant, what: str, accepted: bool) -> list[Pending]:
+    """Return what waited for `grant`'s release in flight, now that it answered, to be
+    judged: all of it if the release was refused (the grant still held the job); none
+    if it was accepted (it may have come first: said, not judged)."""
     if grant.releasing is None:
-        return
+        return []
     grant.releasing = None
     held, grant.held = grant.held, []
-    for said, flag in held:
-        if accepted:
-            ledger.unjudged.append(
-                f"{said}: the {what} of {grant.label} in flight then was accepted, so "
-                "whether it had given the job back first cannot be told"
-            )
-        else:
-            flag()
+    if not accepted:
+        return [verdict for _, verdict in held]
+    for said, _ in held:
+        ledger.unjudged.append(
+            f"{said}: the {what} of {grant.label} in flight then was accepted, so "
+            "whether it had given the job back first cannot be told"
+        )
+    return []
 
 
-def pending(ledger: Ledger, grant: Grant, said: str, at: int, flag: Callable[[], None]) -> bool:
-    """Return whether the verdict `flag` on `grant` (what happened by `at`) cannot be
-    given now: a release of `grant` sent by then may have given the job back. It waits
-    for a release in flight; after one that lost its answer it is said, not judged."""
+def pending(ledger: Ledger, grant: Grant, said: str, at: int, verdict: Pending) -> bool:
+    """Return whether `verdict` on `grant` (what happened by `at`) cannot be given now:
+    a release of `grant` sent by then may have given the job back. It waits for a
+    release in flight; after one that lost its answer it is said, not judged."""
     if grant.releasing is not None and grant.releasing <= at:
-        grant.held.append((said, flag))
+        grant.held.append((said, verdict))
         return True
     if grant.released_unknown is not None and grant.released_unknown <= at:
         ledger.unjudged.append(
