@@ -13,8 +13,11 @@ How procrastinate maps onto the contract (read from procrastinate 3.10's `manage
   registers a row in `procrastinate_workers` (worker.py:445-452); its side task
   `_update_heartbeat` (worker.py:481-490, started by `_start_side_tasks`, 606-611) bumps
   `last_heartbeat` every `update_heartbeat_interval` (10 s) for as long as the process
-  runs, whether it holds a job or not. The machine fires heartbeats only for workers that
-  hold a claim, so the adapter stands in for the loop where the machine does not:
+  runs, whether it holds a job or not. One beat keeps every job of the worker, so the
+  adapter declares `heartbeat_renews = "worker"`: the judge believes each beat renews
+  all the worker's running leases, not only the claim it names. The machine fires
+  heartbeats only for workers that hold a claim, so the adapter stands in for the loop
+  where the machine does not:
   `claim()` bumps the fetching worker's heartbeat first (it is running, so its loop
   beat less than 10 s ago), and a worker that starts bumps, before it prunes, the
   heartbeat of every registered worker holding no `doing` job (their loops kept
@@ -177,6 +180,7 @@ class ProcrastinateQueue:
     name = "procrastinate"
     ordered_tokens = True
     heartbeats = True
+    heartbeat_renews = "worker"
     held_transactions = False
     transactional_effects = False
     revokes_expired = False

@@ -120,6 +120,12 @@ class Capabilities:
       whose heartbeat is fire and forget (it answers nothing, raises nothing and
       cancels nothing) declares False: the machine still sends it, so the library
       keeps the lease, but judges nothing from it (the answer is unknown).
+    - `heartbeat_renews`: what one accepted heartbeat renews: `"claim"` (the default),
+      the claim it names; `"worker"`, every claim its worker holds whose lease still
+      runs (a process-level lease: one beat of a worker process keeps all its jobs, as
+      procrastinate's and chancy's workers do). The judge then believes each of those
+      leases renewed too, and a claim of one of them inside the renewed lease is an
+      exclusive-lease violation.
     - `advance_clock`: its own way to move time forward, for queues that do not read
       `now()`; called as `advance_clock(conn, delta)`.
     - `state`: `state(conn, job_id) -> str`, the job's status as the queue's tables
@@ -158,12 +164,16 @@ class Capabilities:
     revokes_expired: bool = False
     transactional_effects: bool = True
     heartbeat_answers: bool = True
+    heartbeat_renews: str = "claim"
     held_calls: frozenset[str] = frozenset()
     one_claim_per_worker: bool = False
     claim_many: Callable[[Connection[Any], str, timedelta, int], list[Any]] | None = None
     complete_many: Callable[[Connection[Any], list[Any], BatchEffect], list[bool]] | None = None
     max_failures: int | None = None
 
+
+RENEWS = ("claim", "worker")
+"""What a queue may declare one heartbeat renews (`heartbeat_renews`)."""
 
 CALLS = ("claim", "heartbeat", "complete", "fail")
 """The calls a worker makes on a job, as `held_calls` names them."""
@@ -182,6 +192,12 @@ def capabilities(queue: Queue) -> Capabilities:
             f"{queue.name}: max_failures is {max_failures!r}; declare a whole number of at "
             "least 1 (the failure reports that give a job up), or None for no such cap"
         )
+    renews = getattr(queue, "heartbeat_renews", "claim")
+    if renews not in RENEWS:
+        raise ContractError(
+            f"{queue.name}: heartbeat_renews is {renews!r}; declare 'claim' (a heartbeat "
+            "renews the claim it names) or 'worker' (every claim its worker holds)"
+        )
     unknown = sorted(held_calls - set(CALLS))
     if unknown:
         raise ContractError(
@@ -198,6 +214,7 @@ def capabilities(queue: Queue) -> Capabilities:
         revokes_expired=bool(getattr(queue, "revokes_expired", False)),
         transactional_effects=bool(getattr(queue, "transactional_effects", True)),
         heartbeat_answers=bool(getattr(queue, "heartbeat_answers", True)),
+        heartbeat_renews=renews,
         held_calls=held_calls,
         one_claim_per_worker=bool(getattr(queue, "one_claim_per_worker", False)),
         claim_many=getattr(queue, "claim_many", None),

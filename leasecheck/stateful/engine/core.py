@@ -165,6 +165,7 @@ class Core:
             answers_complete=not self.caps.transactional_effects,
             observes=self.caps.state is not None,
             heartbeat_answers=self.caps.heartbeat_answers,
+            renews_worker=self.caps.heartbeat_renews == "worker",
         )
         self.judge = Judge(rules, observe=self.observe)
         """Every answer goes to the judge, which writes it down as a fact and judges it."""

@@ -42,6 +42,9 @@ class Rules:
     heartbeat_answers: bool | None = None
     """False for a fire-and-forget heartbeat: nothing is judged from it (the picture draws
     it as sent). None in files saved before it was recorded: the picture infers it."""
+    renews_worker: bool = False
+    """One accepted heartbeat renews every claim of its worker whose lease still runs
+    (`heartbeat_renews = "worker"`, `stateful.verdict.renewals`)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ class Judge:
             ordered_tokens=r.ordered_tokens,
             revokes_expired=r.revokes_expired,
             answers_complete=r.answers_complete,
+            renews_worker=r.renews_worker,
             observe=self._state if r.observes else None,
         )
 

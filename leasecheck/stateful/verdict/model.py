@@ -15,7 +15,7 @@ from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import FAILED, RUNNING, Claim, JobId
 from leasecheck.stateful.properties import Violation
 from leasecheck.stateful.units import stamp
-from leasecheck.stateful.verdict import caps, drain, releases, window
+from leasecheck.stateful.verdict import caps, drain, releases, renewals, window
 from leasecheck.stateful.verdict.grants import Grant, JobModel, Mark, Pending, Refusal
 from leasecheck.stateful.verdict.hidden import Doubts
 from leasecheck.stateful.verdict.inflight import InFlight
@@ -44,6 +44,8 @@ class Oracle:
     """The failure reports after which the queue gives a job up (None: no such cap)."""
     answers_complete: bool = False
     """Judge single-completion from accepted answers (the effect runs outside the completion)."""
+    renews_worker: bool = False
+    """A heartbeat renews every claim of its worker (`stateful.verdict.renewals`)."""
     observe: Observe | None = None
     jobs: dict[JobId, JobModel] = field(default_factory=dict)
     ledger: Ledger = field(default_factory=Ledger)
@@ -323,8 +325,11 @@ class Oracle:
         win = self._window(job, grant, sent, "heartbeat")
         if win.owner:
             if accepted:
+                base = at if lease_from is None else lease_from
                 grant.renewals.append((at, grant.lease_end))
-                grant.lease_end = (at if lease_from is None else lease_from) + self.lease
+                grant.lease_end = base + self.lease
+                if self.renews_worker:
+                    renewals.worker(self, grant, at, sent.answered, base + self.lease)
             else:
                 self._refused(grant, "heartbeat", sent.answered, raised)
         elif accepted:
