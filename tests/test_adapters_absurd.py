@@ -6,7 +6,6 @@ The sweep tests pin down what absurd 0.5.1 does (its `claim_task` fails expired 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any, cast
 
@@ -18,31 +17,15 @@ pytest.importorskip(
     reason="absurd-sdk is not installed: pip install absurd-sdk==0.5.1 absurdctl==0.5.1",
 )
 
+from leasecheck import kit
 from leasecheck.adapters.absurd_queue import AbsurdClaim, AbsurdQueue
-from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock, contract
 
 LEASE = timedelta(seconds=30)
 TICK = timedelta(microseconds=1)
 
 
-@pytest.fixture(scope="module")
-def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
-    """Return a DSN for a database of this module's own with Absurd's schema and queue."""
-    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_absurd") as dsn:
-        with clock.connect(dsn) as conn:
-            clock.install(conn)
-            AbsurdQueue().install(conn)
-        yield dsn
-
-
-@pytest.fixture
-def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    """Return a connection on simulated time with the queue and the clock reset."""
-    with clock.connect(adapter_dsn) as c:
-        AbsurdQueue().reset(c)
-        clock.reset(c)
-        yield c
+adapter_dsn, pool, conn = kit.fixtures(AbsurdQueue, "absurd")
 
 
 def _never(conn: psycopg.Connection[Any]) -> None:

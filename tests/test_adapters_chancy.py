@@ -6,7 +6,6 @@ tests say so per version.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from importlib.metadata import version
 from typing import Any
@@ -16,31 +15,15 @@ import pytest
 
 pytest.importorskip("chancy", reason="chancy is not installed: pip install 'chancy==0.26.0'")
 
+from leasecheck import kit
 from leasecheck.adapters.chancy_queue import ChancyQueue
-from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
 
 LEASE = timedelta(seconds=30)
 RELEASE = tuple(int(p) for p in version("chancy").split(".")[:3])
 
 
-@pytest.fixture(scope="module")
-def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
-    """Return a DSN for a database of this module's own with chancy migrated."""
-    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_chancy") as dsn:
-        with clock.connect(dsn) as conn:
-            clock.install(conn)
-            ChancyQueue().install(conn)
-        yield dsn
-
-
-@pytest.fixture
-def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    """Return a connection on simulated time with the queue and the clock reset."""
-    with clock.connect(adapter_dsn) as c:
-        ChancyQueue().reset(c)
-        clock.reset(c)
-        yield c
+adapter_dsn, pool, conn = kit.fixtures(ChancyQueue, "chancy")
 
 
 def _job(conn: psycopg.Connection[Any], job_id: object) -> tuple[str, int, int]:

@@ -8,7 +8,6 @@ pin that down with the library's own dequeue, worker and monitor, stale writes i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -19,7 +18,7 @@ pytest.importorskip(
     "django_q", reason="django-q2 is not installed: pip install 'leasecheck[django-q2]'"
 )
 
-from leasecheck.dbfixtures import janitor
+from leasecheck import kit
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import ContractError, capabilities
 from leasecheck.stateful.engine import actors, probe
@@ -37,32 +36,7 @@ LEASE = timedelta(seconds=RETRY)
 BUDGET = derandomized(100)
 
 
-@pytest.fixture(scope="module")
-def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
-    """Return a DSN for a database of this module's own with django-q2 migrated."""
-    label = f"{leasecheck_worker_label}_django_q2"
-    with janitor.temporary(leasecheck_server_dsn, label) as dsn:
-        clock.prepare(dsn, DjangoQ2Queue())
-        yield dsn
-
-
-@pytest.fixture
-def pool(adapter_dsn: str) -> Iterator[actors.Pool]:
-    """Return the machine's connection pool on the adapter's database."""
-    pool = actors.Pool(adapter_dsn)
-    try:
-        yield pool
-    finally:
-        pool.close()
-
-
-@pytest.fixture
-def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    """Return a connection on simulated time with the queue and the clock reset."""
-    with clock.connect(adapter_dsn) as c:
-        DjangoQ2Queue().reset(c)
-        clock.reset(c)
-        yield c
+adapter_dsn, pool, conn = kit.fixtures(DjangoQ2Queue, "django_q2")
 
 
 def _never(conn: psycopg.Connection[Any]) -> None:

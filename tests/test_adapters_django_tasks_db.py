@@ -7,7 +7,6 @@ the machine finds exactly that: no-lost-jobs, and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -19,8 +18,8 @@ pytest.importorskip(
     reason="django-tasks-db is not installed: pip install 'leasecheck[django-tasks-db]'",
 )
 
+from leasecheck import kit
 from leasecheck.adapters.django_tasks_db_queue import DjangoTasksDbQueue
-from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import capabilities
 from leasecheck.stateful.engine import actors, probe
@@ -33,32 +32,7 @@ LEASE = timedelta(seconds=30)
 BUDGET = derandomized(100)
 
 
-@pytest.fixture(scope="module")
-def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
-    """Return a DSN for a database of this module's own with django-tasks-db migrated."""
-    label = f"{leasecheck_worker_label}_django_tasks_db"
-    with janitor.temporary(leasecheck_server_dsn, label) as dsn:
-        clock.prepare(dsn, DjangoTasksDbQueue())
-        yield dsn
-
-
-@pytest.fixture
-def pool(adapter_dsn: str) -> Iterator[actors.Pool]:
-    """Return the machine's connection pool on the adapter's database."""
-    pool = actors.Pool(adapter_dsn)
-    try:
-        yield pool
-    finally:
-        pool.close()
-
-
-@pytest.fixture
-def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    """Return a connection on simulated time with the queue and the clock reset."""
-    with clock.connect(adapter_dsn) as c:
-        DjangoTasksDbQueue().reset(c)
-        clock.reset(c)
-        yield c
+adapter_dsn, pool, conn = kit.fixtures(DjangoTasksDbQueue, "django_tasks_db")
 
 
 def _never(conn: psycopg.Connection[Any]) -> None:
