@@ -5,7 +5,6 @@ What a stale completion does depends on the release, and the tests say so per ve
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from importlib.metadata import version
 from typing import Any, cast
@@ -17,8 +16,8 @@ pytest.importorskip(
     "oban", reason="oban is not installed (Python >= 3.12): pip install 'oban==0.7.0'"
 )
 
+from leasecheck import kit
 from leasecheck.adapters.oban_queue import ObanQueue
-from leasecheck.dbfixtures import janitor
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import Claim, capabilities
 
@@ -26,23 +25,7 @@ LEASE = timedelta(seconds=30)
 RELEASE = tuple(int(p) for p in version("oban").split(".")[:3])
 
 
-@pytest.fixture(scope="module")
-def adapter_dsn(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[str]:
-    """Return a DSN for a database of this module's own with oban installed."""
-    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_oban") as dsn:
-        with clock.connect(dsn) as conn:
-            clock.install(conn)
-            ObanQueue().install(conn)
-        yield dsn
-
-
-@pytest.fixture
-def conn(adapter_dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    """Return a connection on simulated time with the queue and the clock reset."""
-    with clock.connect(adapter_dsn) as c:
-        ObanQueue().reset(c)
-        clock.reset(c)
-        yield c
+adapter_dsn, pool, conn = kit.fixtures(ObanQueue, "oban")
 
 
 def _never(conn: psycopg.Connection[Any]) -> None:
