@@ -170,3 +170,9 @@ def test_an_expired_last_attempt_fails_the_task(conn: psycopg.Connection[Any]) -
     assert q.claim(conn, "b", LEASE) is None
     assert q.state(conn, stale.job_id) == "failed"
     assert not q.complete(conn, stale, _never)
+
+
+class TestAbsurd(kit.AdapterTests):
+    """Absurd gives nothing up: with no property excused, the search finds no violation."""
+
+    queue = AbsurdQueue

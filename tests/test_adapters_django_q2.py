@@ -9,6 +9,7 @@ pin that down with the library's own dequeue, worker and monitor, stale writes i
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -21,11 +22,7 @@ pytest.importorskip(
 from leasecheck import kit
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import ContractError, capabilities
-from leasecheck.stateful.engine import actors, probe
-from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.machine import Harness, LeaseMachine
-from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import derandomized
+from leasecheck.stateful.engine import probe
 
 try:
     from leasecheck.adapters.django_q2_queue import RETRY, DjangoQ2Queue
@@ -33,7 +30,6 @@ except ContractError as exc:  # Django configured by another module, without dja
     pytest.skip(f"run this module in a process of its own: {exc}", allow_module_level=True)
 
 LEASE = timedelta(seconds=RETRY)
-BUDGET = derandomized(100)
 
 
 adapter_dsn, pool, conn = kit.fixtures(DjangoQ2Queue, "django_q2")
@@ -220,17 +216,16 @@ def test_two_clusters_never_take_one_delivery(conn: psycopg.Connection[Any]) -> 
     assert q.state(conn, job) == "running"
 
 
-def test_the_machine_finds_the_stale_acknowledgement(pool: actors.Pool) -> None:
-    """Within a fixed budget the machine stops on fencing: an expired delivery's success."""
-    harness = Harness(queue=DjangoQ2Queue(), pool=pool)
-    harness.reset()
-    with pytest.raises(PropertyViolated) as caught:
-        run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
-    assert caught.value.violation.prop == "fencing", caught.value.violation
+COUNTEREXAMPLES = (
+    Path(__file__).parent.parent / "matrix/results/counterexamples" / "django-q2-1.11.1"
+)
 
 
-def test_django_q2_keeps_every_other_property(pool: actors.Pool) -> None:
-    """With that excused, the same budget finds no overlap, lost job or double completion."""
-    harness = Harness(queue=DjangoQ2Queue(), pool=pool, excused=frozenset({"fencing"}))
-    harness.reset()
-    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
+class TestDjangoQ2(kit.AdapterTests):
+    """Within a fixed budget the machine stops on fencing (an expired delivery's success);
+    with that excused, it finds no overlap, lost job or double completion; the matrix's
+    counterexample still breaks fencing."""
+
+    queue = DjangoQ2Queue
+    given_up = frozenset({"fencing"})
+    counterexamples = COUNTEREXAMPLES

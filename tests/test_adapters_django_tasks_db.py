@@ -8,6 +8,7 @@ the machine finds exactly that: no-lost-jobs, and nothing else.
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -22,14 +23,9 @@ from leasecheck import kit
 from leasecheck.adapters.django_tasks_db_queue import DjangoTasksDbQueue
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import capabilities
-from leasecheck.stateful.engine import actors, probe
-from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.machine import Harness, LeaseMachine
-from leasecheck.stateful.properties import PropertyViolated
-from tests.fixtures import derandomized
+from leasecheck.stateful.engine import probe
 
 LEASE = timedelta(seconds=30)
-BUDGET = derandomized(100)
 
 
 adapter_dsn, pool, conn = kit.fixtures(DjangoTasksDbQueue, "django_tasks_db")
@@ -177,17 +173,16 @@ def test_state_of_an_unknown_task_is_a_lookup_error(conn: psycopg.Connection[Any
         DjangoTasksDbQueue().state(conn, "00000000-0000-0000-0000-000000000000")
 
 
-def test_the_machine_finds_the_lost_job(pool: actors.Pool) -> None:
-    """Within a fixed budget the machine stops on no-lost-jobs: a crashed worker's task."""
-    harness = Harness(queue=DjangoTasksDbQueue(), pool=pool)
-    harness.reset()
-    with pytest.raises(PropertyViolated) as caught:
-        run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
-    assert caught.value.violation.prop == "no-lost-jobs", caught.value.violation
+COUNTEREXAMPLES = (
+    Path(__file__).parent.parent / "matrix/results/counterexamples/django-tasks-db-0.13.0"
+)
 
 
-def test_django_tasks_db_keeps_every_other_property(pool: actors.Pool) -> None:
-    """With that excused, the same budget finds no double completion, overlap or refusal."""
-    harness = Harness(queue=DjangoTasksDbQueue(), pool=pool, excused=frozenset({"no-lost-jobs"}))
-    harness.reset()
-    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=BUDGET)
+class TestDjangoTasksDb(kit.AdapterTests):
+    """Within a fixed budget the machine stops on no-lost-jobs (a crashed worker's task);
+    with that excused, it finds no double completion, overlap or refusal; the matrix's
+    counterexample still breaks no-lost-jobs."""
+
+    queue = DjangoTasksDbQueue
+    given_up = frozenset({"no-lost-jobs"})
+    counterexamples = COUNTEREXAMPLES

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any, cast
 
 import psycopg
@@ -239,3 +240,29 @@ def test_from_0_6_7_the_queue_goes_on_past_a_job_at_the_cap(
         assert q.state(conn, job) == "running"
     claim = q.claim(conn, "c", LEASE)
     assert claim is not None and claim.job_id == behind
+
+
+MATRIX = Path(__file__).parent.parent / "matrix" / "results" / "counterexamples"
+GIVEN_UP: dict[tuple[int, ...], frozenset[str]] = {
+    (0, 6, 3): frozenset({"single-completion", "exclusive-lease", "fencing", "no-lost-jobs"}),
+    (0, 6, 7): frozenset({"exclusive-lease", "fencing", "owner-progress"}),
+}
+"""What each release before 0.7.0 breaks, as its matrix column shows (0.7.0: nothing)."""
+
+
+REPLAYS: dict[tuple[int, ...], Path] = {(0, 6, 3): MATRIX / "oban-0.6.3"}
+"""The releases whose committed counterexamples all replay on this engine. 0.6.7's
+owner-progress file was found by an earlier engine, whose stalled worker did not claim
+the job again on waking: replayed now, that worker takes the job back from the owner
+before the owner's completion, so the program shows exclusive-lease, not owner-progress
+(the matrix keeps the cell violated on its witness, through oban's own API)."""
+
+
+class TestOban(kit.AdapterTests):
+    """0.7.0 gives nothing up. 0.6.7 and 0.6.3 break what their matrix columns show;
+    whether this budget's search meets one is not asserted for them."""
+
+    queue = ObanQueue
+    given_up = GIVEN_UP.get(RELEASE, frozenset())
+    search_finds = False
+    counterexamples = REPLAYS.get(RELEASE)

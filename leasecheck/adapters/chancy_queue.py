@@ -19,12 +19,13 @@ How chancy maps onto the contract (read from chancy's `worker.py`, `app.py`,
 - Heartbeats: chancy's is per worker: `announce_worker` upserts the worker's row in
   `chancy_workers` with `last_seen = NOW()`, and Recovery leaves alone every running job
   whose `taken_by` worker was seen within `heartbeat_timeout`. So the announcement is
-  what keeps a job's lease; but it names no job and cannot refuse. `heartbeat()` makes
-  that call and then answers whether this claim still holds the job, from chancy's own
-  row: in 0.26.0 the row is `running` under this claim's `claim_id` (recovery clears
-  it; chancy tells the worker through its `job.recovered` event, on which
-  `Worker._handle_recovery` cancels exactly that execution); in 0.25.1, which has no
-  claim id and no such event, the row is `running`, `taken_by` this worker, with this
+  what keeps a job's lease; but it names no job and cannot refuse. One announcement
+  keeps every job of the worker, so the adapter declares `heartbeat_renews = "worker"`.
+  `heartbeat()` makes that call and then answers whether this claim still holds the job,
+  from chancy's own row: in 0.26.0 the row is `running` under this claim's `claim_id`
+  (recovery clears it; chancy tells the worker through its `job.recovered` event, on
+  which `Worker._handle_recovery` cancels exactly that execution); in 0.25.1, which has
+  no claim id and no such event, the row is `running`, `taken_by` this worker, with this
   fetch's `started_at` (recovery clears both, a re-fetch sets a new `started_at`). An
   adaptation: chancy never answers a heartbeat per job; the answer is read from its row.
 - Whether that answer is judged (`heartbeat_answers`), per release. 0.26.0: yes. Its
@@ -216,6 +217,7 @@ class ChancyQueue:
     name = f"chancy-{VERSION}"
     ordered_tokens = False
     heartbeats = True
+    heartbeat_renews = "worker"
     held_transactions = False
     transactional_effects = False
     revokes_expired = FENCED
