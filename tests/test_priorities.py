@@ -25,14 +25,14 @@ from tests.fixtures import derandomized
 
 def test_the_top_priority_acts_and_drops_at_each_change_point() -> None:
     p = Priorities(order=[0, 2, 1], changes=[3, 1])
-    assert p.top(["w0", "w1", "w2"]) == "w1"
+    assert p.among(["w0", "w1", "w2"]) == "w1"
     p.step()  # step 1 is a change point: w1, which acted last, drops below all
-    assert p.top(["w0", "w1", "w2"]) == "w2"
+    assert p.among(["w0", "w1", "w2"]) == "w2"
     p.step()
     p.step()  # step 3, the second change point: w2 drops below w1
-    assert p.top(["w0", "w1", "w2"]) == "w0"
+    assert p.among(["w0", "w1", "w2"]) == "w0"
     assert p.of("w2") < p.of("w1") < p.of("w0")
-    assert p.top(["w1", "w2"]) == "w1"
+    assert p.among(["w1", "w2"]) == "w1"
 
 
 @pytest.fixture

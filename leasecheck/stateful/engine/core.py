@@ -33,7 +33,7 @@ from leasecheck.stateful.contract import (
 )
 from leasecheck.stateful.engine import actors, answers, isolation, replan, sending, shrinking
 from leasecheck.stateful.engine.answers import Answered, Outcome, Raised
-from leasecheck.stateful.engine.priorities import Priorities
+from leasecheck.stateful.engine.chooser import Chooser, Drawn
 from leasecheck.stateful.engine.scheduler import Scheduler
 from leasecheck.stateful.engine.workers import Held, Worker
 from leasecheck.stateful.history import History
@@ -193,8 +193,9 @@ class Core:
         """The moves made so far, as the rules called them: what a failure saves."""
         self.steps = 0
         """Steps made so far: what a pause's `hold` counts."""
-        self.priorities: Priorities | None = None
-        """With a priority schedule (`stateful.engine.priorities`): who makes the own moves."""
+        self.chooser: Chooser = Drawn()
+        """Who makes the workers' own moves: the pick (`Drawn`), or a priority schedule
+        (`stateful.engine.priorities`); see `stateful.engine.chooser`."""
         self.looked = 0
         """History lines already scanned for claims that answered (no-hidden-claims)."""
         self.picked: list[str] = []
@@ -218,8 +219,7 @@ class Core:
         self.scheduler.settle()
         self._end_pauses()
         self.broken = False
-        if self.priorities is not None:
-            self.priorities.step()
+        self.chooser.step()
 
     def contract_broken(self) -> None:
         """Keep the example's story for the report: no verdict, but how it got there."""
@@ -418,8 +418,8 @@ class Core:
     def pick_pair(self, pick: int, call: str) -> tuple[Worker, Held]:
         """Return a worker's claim to make `call` on: the own move of a worker."""
         pairs = self.pairs(call)
-        if self.priorities is not None:
-            top = self.priorities.top([_slot(w) for w, _ in pairs])
+        top = self.chooser.among([_slot(w) for w, _ in pairs])
+        if top is not None:
             pairs = [(w, h) for w, h in pairs if _slot(w) == top]
         w, h = pairs[pick % len(pairs)]
         self.picked.append(h.label)
@@ -442,11 +442,11 @@ class Core:
         return w
 
     def pick_own(self, workers: list[Worker], pick: int) -> Worker:
-        """Return the worker that makes its own move: the drawn one, or under a priority
-        schedule the one of highest priority."""
-        if self.priorities is None:
+        """Return the worker that makes its own move: the drawn one, or the one the
+        chooser names (under a priority schedule, the one of highest priority)."""
+        top = self.chooser.among([_slot(w) for w in workers])
+        if top is None:
             return self.pick(workers, pick)
-        top = self.priorities.top([_slot(w) for w in workers])
         w = next(w for w in workers if _slot(w) == top)
         self.picked.append(w.name)
         return w

@@ -57,7 +57,7 @@ class Driver:
         after the steps `changes` (`stateful.engine.priorities`).
         """
         if order is not None:
-            self.core.priorities = Priorities(order=list(order), changes=list(changes))
+            self.core.chooser = Priorities(order=list(order), changes=list(changes))
         with self.core.step():
             self.core.workers = [self.core.new_worker(f"w{i}") for i in range(workers)]
             self.calls.enqueue()

@@ -45,7 +45,8 @@ class Priorities:
             rank = sorted(self.changes).index(self.steps)
             self.dropped[self.last] = len(self.changes) - 1 - rank
 
-    def top(self, slots: Sequence[str]) -> str:
-        """Return the slot of highest priority among `slots`, and remember it acted."""
+    def among(self, slots: Sequence[str]) -> str:
+        """Return the slot of highest priority among `slots`, and remember it acted
+        (`stateful.engine.chooser.Chooser`)."""
         self.last = max(slots, key=self.of)
         return self.last
