@@ -118,7 +118,8 @@ class Rule:
     draws: Mapping[str, st.SearchStrategy[Any]]
     when: Callable[[Driver], bool] | None = None
     offers: Offers | None = None
-    """None: the explorer never offers it (a scope's start plays it)."""
+    """None: the explorer never offers it: `start` and `enqueue` are a scope's start;
+    `work_in_transaction` is a run of moves it offers one by one."""
     leveled: bool = False
     """It opens a held transaction, whose level it draws when the mode is not the default."""
     initial: bool = False
