@@ -23,9 +23,9 @@ from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.stateful import contract
 from leasecheck.stateful.contract import Queue
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.exhaustive.layer import SCOPES
 from leasecheck.stateful.exhaustive.search import explore
+from leasecheck.stateful.harness import Harness
 
 
 def main() -> None:

@@ -21,10 +21,11 @@ from typing import Any
 from leasecheck.dbfixtures import janitor, servers
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors, isolation, probe
-from leasecheck.stateful.engine.core import MAX_JOBS, Harness
+from leasecheck.stateful.engine.core import MAX_JOBS
 from leasecheck.stateful.exhaustive import parallel
 from leasecheck.stateful.exhaustive.scope import Outcome, Scope
 from leasecheck.stateful.exhaustive.search import explore
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.moves import TIMES
 
 

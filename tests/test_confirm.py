@@ -10,7 +10,7 @@ import pytest
 import mutants
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.core import Harness
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated

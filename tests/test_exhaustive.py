@@ -18,11 +18,11 @@ from psycopg import Connection
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.engine.driver import Driver
 from leasecheck.stateful.exhaustive import audit, state
 from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.exhaustive.search import explore, run_program
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import NO_HIDDEN_CLAIMS

@@ -19,10 +19,10 @@ from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import contract
 from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.engine.driver import Driver
 from leasecheck.stateful.exhaustive import moves, search, state
 from leasecheck.stateful.exhaustive.scope import Scope
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.moves import Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import EXCLUSIVE_LEASE, SINGLE_COMPLETION, PropertyViolated

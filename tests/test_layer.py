@@ -10,10 +10,10 @@ import mutants
 from leasecheck.reference.queue import ReferenceQueue
 from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.exhaustive import layer
 from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.exhaustive.search import explore
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.properties import EXCLUSIVE_LEASE, NO_HIDDEN_CLAIMS, PropertyViolated
 from tests.test_exhaustive import SCOPE, CountsAfterClaim
 

@@ -29,8 +29,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from leasecheck.stateful.contract import Capabilities
 from leasecheck.stateful.engine import isolation
-from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.program import recorded
 from leasecheck.stateful.properties import violation_error
 from leasecheck.stateful.rules import RULES, SCHEDULES, Rule, Variant

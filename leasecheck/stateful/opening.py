@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from leasecheck.stateful.contract import Capabilities
-from leasecheck.stateful.engine.core import Harness
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.moves import RIVALS, Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.story import replay

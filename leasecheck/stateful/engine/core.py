@@ -13,10 +13,8 @@ facade in `stateful.engine.calls`; the moves are `stateful.engine.driver`'s, the
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import psycopg
 
@@ -24,102 +22,24 @@ from leasecheck.stateful import clock
 from leasecheck.stateful.contract import (
     CALLS,
     STATES,
-    Capabilities,
     Claim,
     ContractError,
     JobId,
-    Queue,
-    capabilities,
 )
-from leasecheck.stateful.engine import actors, answers, isolation, replan, sending, shrinking
+from leasecheck.stateful.engine import answers, isolation, sending
 from leasecheck.stateful.engine.answers import Answered, Outcome, Raised
 from leasecheck.stateful.engine.chooser import Chooser, Drawn
+from leasecheck.stateful.engine.run import Run
 from leasecheck.stateful.engine.scheduler import Scheduler
 from leasecheck.stateful.engine.workers import Held, Worker
 from leasecheck.stateful.history import History
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import Violation, violation_error
-from leasecheck.stateful.story.recorder import Failure, Recorder
-from leasecheck.stateful.story.timeline import render
-from leasecheck.stateful.units import BEAT, LEASE, SECOND, stamp
+from leasecheck.stateful.units import BEAT, LEASE, stamp
 from leasecheck.stateful.verdict.judge import Judge, Rules
 
 MAX_JOBS = 3
 CLAIMING = ("claim", "claim_many")
-
-
-@dataclass
-class Harness:
-    """Everything an example needs that outlives it: the queue, connections, records."""
-
-    queue: Queue
-    pool: actors.Pool
-    recorder: Recorder = field(default_factory=Recorder)
-    excused: frozenset[str] = frozenset()
-    """Properties not judged (`--leasecheck-excuse`): the matrix uses it to find the next one."""
-    spec: str = ""
-    """How the queue was named (`module:attr`), saved with a failure so it can be replayed."""
-    coverage: Counter[str] = field(default_factory=Counter)
-    """The dangerous situations of every example run on it so far (`stateful.verdict.coverage`)."""
-    moves: Counter[str] = field(default_factory=Counter)
-    """How often each move (rule) was made in every example run on it so far: the mix."""
-    schedule: str = "random"
-    """Who makes the workers' own moves (`--leasecheck-schedule`): random, pct or mixed."""
-    replans: bool | None = None
-    """Whether the `replan` move is offered (the server can put statistics back); None
-    until asked. A test sets it False to show what only that move reaches."""
-    replanned: list[replan.Saved] = field(default_factory=list)
-    """The statistics the example's first replan replaced, put back by `reset`."""
-    columns_forgotten: bool = False
-    """Whether its first reset cleared the column statistics found on the queue's tables
-    (`replan.forget_columns`), where replans are offered."""
-
-    restarts: bool = True
-    """Whether the `restart` move is offered. A test sets it False where one process per
-    name is what it checks (a restarted process asks under the name again, holding
-    nothing), or to show what only that move reaches."""
-    isolation: str = "read-committed"
-    """The level of held transactions (`--leasecheck-isolation`, `stateful.engine.isolation`)."""
-    opens: bool = True
-    """Whether a property run plays the opening's stories before its search
-    (`--leasecheck-opening`)."""
-    opening: str | None = None
-    """The opening's story being played (`stateful.opening`), or the one that broke a
-    property; None while Hypothesis searches."""
-    played: int = 0
-    """How many of the opening's stories were played on it."""
-    searches: int = 1
-    """How many times its budget each small scope of the opening gets (by profile)."""
-    searched: list[dict[str, object]] = field(default_factory=list)
-    """What the opening's small scopes searched whole came to (`stateful.exhaustive.layer`)."""
-    shrink: shrinking.Budget = field(default_factory=shrinking.Budget)
-    """How many examples Hypothesis may run after its first failure (`--leasecheck-shrink`)."""
-    broke_contract: tuple[str, tuple[Step, ...]] | None = None
-    """The timeline and program of the latest example in which the queue broke the
-    contract: its story, told in the form of a violation's."""
-
-    def can_replan(self) -> bool:
-        if self.replans is None:
-            self.replans = replan.supported(self.pool.monitor)
-        return self.replans
-
-    @property
-    def caps(self) -> Capabilities:
-        return capabilities(self.queue)
-
-    def reset(self) -> None:
-        """Empty the queue and the harness tables between examples, on a clean monitor.
-
-        The monitor's clean-up and the clock's reset share one round trip.
-        """
-        self.shrink.count(failing=bool(self.recorder.last))
-        actors.clean(self.pool.monitor, then=clock.QUERIES["reset"].text)
-        self.queue.reset(self.pool.monitor)
-        if not self.columns_forgotten and self.can_replan():
-            replan.forget_columns(self.pool.monitor)  # as undo leaves them, from the start
-            self.columns_forgotten = True
-        if self.replanned:  # the next example meets the plans a fresh one meets
-            replan.undo(self.pool.monitor, self.replanned)
 
 
 def _slot(w: Worker) -> str:
@@ -142,7 +62,7 @@ class Core:
 
     def __init__(
         self,
-        harness: Harness,
+        harness: Run,
         say: Callable[[str], None] = silent,
         seen: Callable[[str], None] = silent,
     ) -> None:
@@ -223,7 +143,7 @@ class Core:
 
     def contract_broken(self) -> None:
         """Keep the example's story for the report: no verdict, but how it got there."""
-        self.h.broke_contract = (render(self.history, SECOND), tuple(self.program))
+        self.h.broke(self.history, self.program)
 
     def _end_pauses(self) -> None:
         """Let each call whose pause has lasted its steps go on, oldest pause first; a
@@ -537,10 +457,7 @@ class Core:
         if violation.prop in self.h.excused:
             return
         self.broken = True
-        timeline = render(self.history, SECOND)
-        self.h.recorder.last[violation.prop] = Failure(
-            violation, tuple(self.program), self.history, timeline, self.judge.to_json()
-        )
+        timeline = self.h.failed(violation, self.program, self.history, self.judge.to_json())
         raise violation_error(violation.prop)(violation, timeline)
 
     def clean_up(self) -> None:

@@ -17,8 +17,9 @@ from collections.abc import Callable, Sequence
 from leasecheck.stateful.contract import ContractError
 from leasecheck.stateful.engine import replan, teardown
 from leasecheck.stateful.engine.calls import Calls
-from leasecheck.stateful.engine.core import MAX_JOBS, Core, Harness, seconds, silent
+from leasecheck.stateful.engine.core import MAX_JOBS, Core, seconds, silent
 from leasecheck.stateful.engine.priorities import Priorities
+from leasecheck.stateful.engine.run import Run
 from leasecheck.stateful.engine.timeouts import FAULTS
 from leasecheck.stateful.engine.workers import Worker
 from leasecheck.stateful.moves import Stall, Take
@@ -36,7 +37,7 @@ class Driver:
 
     def __init__(
         self,
-        harness: Harness,
+        harness: Run,
         say: Callable[[str], None] = silent,
         seen: Callable[[str], None] = silent,
     ) -> None:

@@ -15,11 +15,11 @@ import random
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.engine.driver import Driver
 from leasecheck.stateful.exhaustive.moves import enabled
 from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.exhaustive.state import Tables, fingerprint
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 

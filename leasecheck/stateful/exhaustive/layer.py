@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.exhaustive.search import explore
+from leasecheck.stateful.harness import Harness
 
 
 def _scope(

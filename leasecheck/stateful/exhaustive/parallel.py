@@ -25,10 +25,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
-from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.exhaustive.scope import Outcome, Progress, Scope, silent
 from leasecheck.stateful.exhaustive.search import Budget, Fresh, first_time, found, run
 from leasecheck.stateful.exhaustive.state import Tables
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 

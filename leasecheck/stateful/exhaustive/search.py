@@ -20,11 +20,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable, Iterable
 
-from leasecheck.stateful.engine.core import Harness
 from leasecheck.stateful.engine.driver import Driver
 from leasecheck.stateful.exhaustive.moves import enabled
 from leasecheck.stateful.exhaustive.scope import Outcome, Progress, Scope, silent
 from leasecheck.stateful.exhaustive.state import Tables, fingerprint
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 

@@ -9,7 +9,7 @@ such, with its files, and never as a verdict on the queue.
 from __future__ import annotations
 
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.core import Harness
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay
 

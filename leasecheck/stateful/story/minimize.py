@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from leasecheck.stateful.engine import actors
-from leasecheck.stateful.engine.core import Harness
+from leasecheck.stateful.harness import Harness
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay
