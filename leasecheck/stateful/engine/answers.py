@@ -15,9 +15,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from leasecheck.stateful.contract import Claim, ContractError, as_claim
+
+E = TypeVar("E", bound=BaseException)
+
+
+def underlying(error: BaseException | None, kind: type[E]) -> E | None:
+    """Return the `kind` error that `error` is or wraps, else None.
+
+    A library may answer with its own exception around the driver's: raised from it or
+    while handling it (`__cause__`, `__context__`), or carrying it as `orig`, as
+    SQLAlchemy's `DBAPIError` does. A lock timeout or a serialization failure the
+    harness brought about is known for what it is whatever the library made of it."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, kind):
+            return error
+        seen.add(id(error))
+        orig = getattr(error, "orig", None)
+        error = orig if isinstance(orig, BaseException) else error.__cause__ or error.__context__
+    return None
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ class LockTimeouts:
             if not session.broken and session.conn.info.transaction_status != _INERROR:
                 session.conn.execute(FAULTS["disarm_lock_timeout"].text)
             error = outcome.error if isinstance(outcome, Raised) else None
-            if isinstance(error, psycopg.errors.LockNotAvailable):
+            if answers.underlying(error, psycopg.errors.LockNotAvailable) is not None:
                 self.armed.discard(w.name)
                 self.core.saw("call timed out on a lock")
                 if trips.timed_out_at > 1:
@@ -112,7 +112,7 @@ class LockTimeouts:
 
         def noted(outcome: Outcome, at: int) -> None:
             error = outcome.error if isinstance(outcome, Raised) else None
-            if isinstance(error, psycopg.errors.SerializationFailure):
+            if answers.underlying(error, psycopg.errors.SerializationFailure) is not None:
                 self.core.saw("serialization failure in a held transaction")
             done(outcome, at)
 
@@ -263,7 +263,8 @@ class _Trips(Gate):
     def passing(self) -> None:
         """Count a round trip (on the call's thread), then pass the call's own gate."""
         handling = sys.exc_info()[1]
-        if self.before_clean_up is None and isinstance(handling, psycopg.errors.LockNotAvailable):
+        timed_out = answers.underlying(handling, psycopg.errors.LockNotAvailable)
+        if self.before_clean_up is None and timed_out is not None:
             self.before_clean_up = self.trips
         self.trips += 1
         if self.inner is not None:
