@@ -10,6 +10,7 @@ completing under SQLAlchemy's AUTOCOMMIT (its statements not one transaction) is
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -135,6 +136,32 @@ def test_the_engine_runs_on_the_session_it_is_lent(conn: psycopg.Connection[Any]
     pin = PinnedEngine(conn)
     with pin.lending(conn) as engine, engine.connect() as c:
         assert c.execute(text("select pg_backend_pid()")).scalar() == conn.info.backend_pid
+
+
+def test_each_thread_checks_out_the_session_it_lent(
+    conn: psycopg.Connection[Any], other: psycopg.Connection[Any]
+) -> None:
+    """Two workers' calls run at once, each on its session's thread: both lend before
+    either checks out, and each still runs on its own session."""
+    pin = PinnedEngine(conn)
+    both_lent = threading.Barrier(2)
+    seen: dict[str, object] = {}
+
+    def call(name: str, session: psycopg.Connection[Any]) -> None:
+        with pin.lending(session) as engine:
+            both_lent.wait(timeout=10)
+            with engine.connect() as c:
+                seen[name] = c.execute(text("select pg_backend_pid()")).scalar()
+
+    threads = [
+        threading.Thread(target=call, args=(name, session))
+        for name, session in (("a", conn), ("b", other))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    assert seen == {"a": conn.info.backend_pid, "b": other.info.backend_pid}
 
 
 def test_outside_a_loan_the_engine_refuses(conn: psycopg.Connection[Any]) -> None:

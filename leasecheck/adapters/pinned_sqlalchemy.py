@@ -44,18 +44,21 @@ would look hstore up on every new connection).
 
 The rest: `with pin.lending(conn) as engine` lends `conn` to the engine for the block
 (each checkout inside it is that session; outside any block, a checkout raises
-`RuntimeError`); `pin.last_status` and `pin.last_rowcount` are the status line and row
-count of the latest statement the engine ran (a library that discards them still
-answered them). Closing a checked-out connection closes nothing: it rolls back the
-transaction it began, if one is open, and the session stays the harness's. Turn off the
-library's reconnect and retry loops, as for the pinned pools: through this engine it
-gets the same session back every time, dead if the harness cut it.
+`RuntimeError`); a loan is the thread's own, as two workers' calls run at once, each on
+its session's thread. `pin.last_status` and `pin.last_rowcount` are the status line and
+row count of the latest statement the engine ran in this thread's latest loan, read
+after it as within it (a library that discards them still answered them). Closing a
+checked-out connection closes nothing: it rolls back the transaction it began, if one is
+open, and the session stays the harness's. Turn off the library's reconnect and retry
+loops, as for the pinned pools: through this engine it gets the same session back every
+time, dead if the harness cut it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from threading import local
 from typing import Any
 
 import psycopg
@@ -84,8 +87,10 @@ class PinnedEngine:
     def __init__(self, conn: Connection[Any], **engine_options: Any) -> None:
         """Build the engine and make its first connection on `conn` now (see the
         module's docstring); `engine_options` go to `sqlalchemy.create_engine`."""
-        self._lent: Connection[Any] | None = None
-        self._last = _Last()
+        self._here = local()
+        """What is lent on this thread, and the spy of its statements: two workers'
+        calls run at once, each on the thread of its own session, and each checks out,
+        and reads the results of, its own."""
         self.engine: Engine = create_engine(
             "postgresql+psycopg://",
             creator=self._checkout,
@@ -98,30 +103,38 @@ class PinnedEngine:
 
     @contextmanager
     def lending(self, conn: Connection[Any]) -> Iterator[Engine]:
-        """Lend `conn` to the engine for the block; yield the engine."""
-        before, self._lent = self._lent, conn
+        """Lend `conn` to the engine for the block, on this thread; yield the engine."""
+        before = getattr(self._here, "lent", None)
+        self._here.lent, self._here.last = conn, _Last()
         try:
             yield self.engine
         finally:
-            self._lent = before
+            self._here.lent = before
 
     @property
     def last_status(self) -> str | None:
-        """The status line of the latest statement the engine ran ("UPDATE 1")."""
-        return self._last.status
+        """The status line of the latest statement the engine ran on this thread's
+        latest loan ("UPDATE 1")."""
+        return self._spy().status
 
     @property
     def last_rowcount(self) -> int:
-        """The row count of the latest statement the engine ran (-1 before any)."""
-        return self._last.rowcount
+        """The row count of the latest statement the engine ran on this thread's latest
+        loan (-1 before any)."""
+        return self._spy().rowcount
+
+    def _spy(self) -> _Last:
+        last: _Last | None = getattr(self._here, "last", None)
+        return _Last() if last is None else last
 
     def _checkout(self) -> _Borrowed:
-        if self._lent is None:
+        lent: Connection[Any] | None = getattr(self._here, "lent", None)
+        if lent is None:
             raise RuntimeError(
                 "the pinned engine was used outside `with pin.lending(conn)`: lend it the "
                 "harness's connection for the call"
             )
-        return _Borrowed(self._lent, self._last)
+        return _Borrowed(lent, self._spy())
 
 
 class _Borrowed(_ConnectionFace):
