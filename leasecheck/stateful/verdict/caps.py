@@ -11,49 +11,58 @@ while the claim was in flight may have come after it took the job.
 from __future__ import annotations
 
 from leasecheck.stateful import properties as P
+from leasecheck.stateful.verdict.findings import Finding, Saw, Unjudged, Violation
 from leasecheck.stateful.verdict.grants import JobModel
 from leasecheck.stateful.verdict.view import Promises
 
 
-def seen(oracle: Promises, job: JobModel) -> None:
+def seen(oracle: Promises, job: JobModel) -> list[Finding]:
     """Count a claim of `job` (not yet recorded) at or past its cap on claims."""
     cap, n = oracle.max_attempts, len(job.grants) + 1
-    if cap is not None and n >= cap:
-        oracle.ledger.saw(
-            "claim at the attempt cap" if n == cap else "claim past the attempt cap tried"
-        )
+    if cap is None or n < cap:
+        return []
+    return [Saw("claim at the attempt cap" if n == cap else "claim past the attempt cap tried")]
 
 
-def judge(oracle: Promises, job: JobModel, label: str, sent: int | None) -> None:
+def judge(oracle: Promises, job: JobModel, label: str, sent: int | None) -> list[Finding]:
     """Judge a grant of `job` (not yet recorded; `sent`: its claim call, if it was in
     flight) against both caps."""
+    found: list[Finding] = []
     cap, n = oracle.max_attempts, len(job.grants) + 1
     if cap is not None and n > cap:
-        oracle.ledger.flag(
-            P.RETRY_CAP,
-            f"{job.label} claimed {n} times; the queue promises at most {cap}",
-            jobs=(job.label,),
-            grants=(label, *(g.label for g in job.grants)),
+        found.append(
+            Violation(
+                P.RETRY_CAP,
+                f"{job.label} claimed {n} times; the queue promises at most {cap}",
+                jobs=(job.label,),
+                grants=(label, *(g.label for g in job.grants)),
+            )
         )
     failures = oracle.max_failures
     if failures is None or len(job.failed) < failures:
-        return
+        return found
     flight = oracle.in_flight
     since = flight.failed_when_sent.get(sent, oracle.failed_told) if sent is not None else None
     before = [f for f in job.failed if since is None or f < since]
     if len(before) < failures:
-        oracle.ledger.unjudged.append(
-            f"{label} was granted while its claim was in flight, and {job.label}'s failure "
-            f"report number {failures} was accepted meanwhile: which came first cannot be told"
+        found.append(
+            Unjudged(
+                f"{label} was granted while its claim was in flight, and {job.label}'s "
+                f"failure report number {failures} was accepted meanwhile: which came first "
+                "cannot be told"
+            )
         )
-        return
-    oracle.ledger.flag(
-        P.RETRY_CAP,
-        f"{job.label} was claimed again ({label}) after the queue had accepted {len(before)} "
-        f"failure reports; the queue promises to give a job up at {failures}",
-        jobs=(job.label,),
-        grants=(label,),
+        return found
+    found.append(
+        Violation(
+            P.RETRY_CAP,
+            f"{job.label} was claimed again ({label}) after the queue had accepted "
+            f"{len(before)} failure reports; the queue promises to give a job up at {failures}",
+            jobs=(job.label,),
+            grants=(label,),
+        )
     )
+    return found
 
 
 def capped(oracle: Promises) -> bool:

@@ -12,41 +12,43 @@ from __future__ import annotations
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import DONE, FAILED
 from leasecheck.stateful.verdict import caps, effects, releases
+from leasecheck.stateful.verdict.findings import Finding, Saw, Unjudged, Violation
 from leasecheck.stateful.verdict.view import Jobs
 
 
-def judge(oracle: Jobs) -> None:
+def judge(oracle: Jobs) -> list[Finding]:
     """Judge no-lost-jobs, then done-effect, once healing and a full drain are over."""
-    ledger = oracle.ledger
-    oracle.in_flight.never_answered(ledger)
+    found = oracle.in_flight.never_answered()
     for job in oracle.jobs.values():
         for g in job.grants:
-            releases.never_answered(ledger, g)
-    for job in oracle.jobs.values():
-        if len(job.grants) > 1:
-            ledger.saw("job recovered and drained")
-    lost = lost_jobs(oracle)
+            found += releases.never_answered(g)
+    found += [Saw("job recovered and drained") for j in oracle.jobs.values() if len(j.grants) > 1]
+    lost, unsure = lost_jobs(oracle)
+    found += unsure
     if lost:
-        ledger.flag(
-            P.NO_LOST_JOBS,
-            "after healing and a full drain, the queue shows jobs neither done once "
-            "nor failed for good",
-            *lost,
-            *ledger.raised[:3],
-            jobs=tuple(line.split(":")[0] for line in lost),
+        found.append(
+            Violation(
+                P.NO_LOST_JOBS,
+                "after healing and a full drain, the queue shows jobs neither done once "
+                "nor failed for good",
+                (*lost, *oracle.ledger.raised[:3]),
+                tuple(line.split(":")[0] for line in lost),
+            )
         )
-    effects.judge(oracle)  # done-effect, from what state() showed just now
+    return found + effects.judge(oracle)  # done-effect, from what state() showed just now
 
 
-def lost_jobs(oracle: Jobs) -> list[str]:
-    """Return the jobs the queue shows neither done once nor failed for good (after a drain).
+def lost_jobs(oracle: Jobs) -> tuple[list[str], list[Finding]]:
+    """Return the jobs the queue shows neither done once nor failed for good (after a
+    drain), and what cannot be told of the others.
 
     Read from the queue's own `state`; the caller judges this only when it has one.
     A job failed for good before its cap while claims lost their answers is neither:
-    it goes to `unjudged` (so `judge`, its one caller, says it once).
+    it is said, not judged.
     """
     assert oracle.observe is not None, "no-lost-jobs needs the queue's state()"
-    lost = []
+    lost: list[str] = []
+    unsure: list[Finding] = []
     for job_id, job in oracle.jobs.items():
         status = oracle.shown[job_id] = oracle.observe(job_id)
         done = ", ".join(g.label for g in job.completed_by) or "nobody"
@@ -57,9 +59,9 @@ def lost_jobs(oracle: Jobs) -> list[str]:
             if not caps.capped(oracle) or caps.exhausted(oracle, job):
                 continue
             if caps.may_be_exhausted(oracle, job):
-                oracle.ledger.unjudged.append(f"{job.label}: {caps.lost_attempts(oracle, job)}")
+                unsure.append(Unjudged(f"{job.label}: {caps.lost_attempts(oracle, job)}"))
                 continue
             lost.append(f"{job.label}: failed for good after {caps.promised(oracle, job)}")
             continue
         lost.append(f"{job.label}: the queue shows it {status} ({claims}, completed by {done})")
-    return lost
+    return lost, unsure

@@ -21,45 +21,56 @@ from __future__ import annotations
 
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import DONE
+from leasecheck.stateful.verdict.findings import Finding, Saw, Unjudged, Violation
 from leasecheck.stateful.verdict.view import Jobs
 
 
-def judge(oracle: Jobs) -> None:
+def judge(oracle: Jobs) -> list[Finding]:
     """Flag every job the queue showed done without an effect, from the `state()`
     answers no-lost-jobs read after the drain (no read of its own, so a history saved
     before this property existed is judged again from the answers it holds)."""
+    found: list[Finding] = []
     for job_id, job in oracle.jobs.items():
         if oracle.shown.get(job_id) != DONE:
             continue
-        oracle.ledger.saw("job shown done judged against its effects")
+        found.append(Saw("job shown done judged against its effects"))
         if not job.completed_by:
-            oracle.ledger.saw("job shown done with no completion answered")
+            found.append(Saw("job shown done with no completion answered"))
         by = ", ".join(g.label for g in job.completed_by) or "no completion the queue answered"
         if not oracle.answers_complete:
             if oracle.effects.rows_seen.get(str(job_id), 0):
                 continue
-            oracle.ledger.flag(
-                P.DONE_EFFECT,
-                f"the queue shows {job.label} done, but no effect of it ever committed",
-                f"accepted by: {by}; effect rows of {job.label}: none "
-                f"({len(job.grants)} claims seen)",
-                jobs=(job.label,),
-                grants=tuple(g.label for g in reversed(job.grants)),
+            found.append(
+                Violation(
+                    P.DONE_EFFECT,
+                    f"the queue shows {job.label} done, but no effect of it ever committed",
+                    (
+                        f"accepted by: {by}; effect rows of {job.label}: none "
+                        f"({len(job.grants)} claims seen)",
+                    ),
+                    (job.label,),
+                    tuple(g.label for g in reversed(job.grants)),
+                )
             )
             continue
         if job.effects_accepted:
             continue
         if job_id in oracle.effects.held_back:
-            oracle.ledger.unjudged.append(
-                f"{job.label} shows done with no effect accepted by the receiver, but the "
-                "machine held its effect back (its claim had not committed when the body "
-                "ran), so whether the queue lost it cannot be told"
+            found.append(
+                Unjudged(
+                    f"{job.label} shows done with no effect accepted by the receiver, but "
+                    "the machine held its effect back (its claim had not committed when the "
+                    "body ran), so whether the queue lost it cannot be told"
+                )
             )
             continue
-        oracle.ledger.flag(
-            P.DONE_EFFECT,
-            f"the queue shows {job.label} done, but the receiver accepted no effect of it",
-            f"accepted by: {by}; its keys: {sorted(job.effect_keys) or 'none'}",
-            jobs=(job.label,),
-            grants=tuple(g.label for g in reversed(job.grants)),
+        found.append(
+            Violation(
+                P.DONE_EFFECT,
+                f"the queue shows {job.label} done, but the receiver accepted no effect of it",
+                (f"accepted by: {by}; its keys: {sorted(job.effect_keys) or 'none'}",),
+                (job.label,),
+                tuple(g.label for g in reversed(job.grants)),
+            )
         )
+    return found

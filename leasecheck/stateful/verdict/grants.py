@@ -61,7 +61,7 @@ class Grant:
 @dataclass(frozen=True)
 class Refusal:
     """An owner's call the queue refused at `at`, judged again once the release of
-    `grant` it waits on answers (`stateful.verdict.model`, `Oracle._refused`)."""
+    `grant` it waits on answers (`stateful.verdict.refusals`)."""
 
     grant: Grant
     what: str
@@ -100,3 +100,12 @@ class JobModel:
     def finished(self) -> bool:
         """Return whether the queue accepted a completion (an answer, never an inference)."""
         return bool(self.completed_by)
+
+    @property
+    def owner(self) -> Grant | None:
+        """Return the grant that owns the job now: the latest one, unless released or
+        the job finished."""
+        if not self.grants or self.finished:
+            return None
+        latest = self.grants[-1]
+        return None if latest.released else latest

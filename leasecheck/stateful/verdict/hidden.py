@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.contract import RUNNING, JobId
+from leasecheck.stateful.verdict.findings import Finding, Saw, Violation
 from leasecheck.stateful.verdict.grants import JobModel
 from leasecheck.stateful.verdict.view import Jobs
 
@@ -53,27 +54,31 @@ def _explained(job: JobModel) -> bool:
     return job.finished or job.unseen or any(not g.released for g in job.grants)
 
 
-def judge(oracle: Jobs, doubts: Doubts, unknown: bool) -> None:
+def judge(oracle: Jobs, doubts: Doubts, unknown: bool) -> list[Finding]:
     """Judge, after a step in which a claim answered, every job the queue shows running
     that the model cannot account for; `unknown`: a claim's outcome was left unknown."""
     if unknown:
         doubts.doubt(oracle)
     if oracle.observe is None:
-        return  # a named gap (contract.not_checked): nothing shows what is running
+        return []  # a named gap (contract.not_checked): nothing shows what is running
     if oracle.in_flight.calls:
-        return  # one of them may hold any job: judged once it answers
+        return []  # one of them may hold any job: judged once it answers
+    found: list[Finding] = []
     for job_id, job in oracle.jobs.items():
         if _explained(job) or doubts.holds(job_id, job):
             continue
-        oracle.ledger.saw("job no claim holds looked at after a claim")
+        found.append(Saw("job no claim holds looked at after a claim"))
         if oracle.observe(job_id) != RUNNING:
             continue
         last = job.grants[-1].label if job.grants else None
         why = f"its last claim, {last}, was released" if last else "it was never handed out"
-        oracle.ledger.flag(
-            P.NO_HIDDEN_CLAIMS,
-            f"the queue shows {job.label} running, but no claim it handed out holds it",
-            f"{why}; no claim was in flight and none lost its answer",
-            jobs=(job.label,),
-            grants=(last,) if last else (),
+        found.append(
+            Violation(
+                P.NO_HIDDEN_CLAIMS,
+                f"the queue shows {job.label} running, but no claim it handed out holds it",
+                (f"{why}; no claim was in flight and none lost its answer",),
+                (job.label,),
+                (last,) if last else (),
+            )
         )
+    return found

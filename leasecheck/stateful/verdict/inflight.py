@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from leasecheck.stateful.contract import JobId
 from leasecheck.stateful.properties import Violation
+from leasecheck.stateful.verdict.findings import Finding, Unjudged
 from leasecheck.stateful.verdict.grants import JobModel
-from leasecheck.stateful.verdict.ledger import Ledger
 
 
 @dataclass
@@ -67,14 +67,14 @@ class InFlight:
         jobs: list[JobId],
         known: bool,
         models: dict[JobId, JobModel],
-        ledger: Ledger,
-    ) -> None:
+    ) -> list[Finding]:
         """The claim call `call` answered, handing out `jobs` (`known`: its outcome is
         known; a lost connection or a cancel leaves it unknown).
 
         A late owner refused while it was in flight was refused rightly if it handed
-        the job out again; if none of the claims in flight did, the refusal is judged.
+        the job out again; if none of the claims in flight did, the refusal is told.
         """
+        found: list[Finding] = []
         self.calls.discard(call)
         self.told_when_sent.pop(call, None)
         self.done_when_sent.pop(call, None)
@@ -86,9 +86,11 @@ class InFlight:
         for w in [w for w in self.waiting if call in w.calls]:
             if not known:
                 self.waiting.remove(w)
-                ledger.unjudged.append(
-                    f"{w.said}: a claim in flight then lost its answer, so whether it had "
-                    "taken the job cannot be told"
+                found.append(
+                    Unjudged(
+                        f"{w.said}: a claim in flight then lost its answer, so whether it "
+                        "had taken the job cannot be told"
+                    )
                 )
             elif w.job_id in jobs:
                 self.waiting.remove(w)  # handed out again by a claim sent before the refusal
@@ -96,11 +98,11 @@ class InFlight:
                 w.calls.discard(call)
                 if not w.calls:
                     self.waiting.remove(w)
-                    ledger.flag_violation(w.verdict)
+                    found.append(w.verdict)
+        return found
 
-    def never_answered(self, ledger: Ledger) -> None:
+    def never_answered(self) -> list[Finding]:
         """After the drain: a refusal still waiting is said, not judged (not expected,
         since the teardown lets every call answer)."""
-        for w in self.waiting:
-            ledger.unjudged.append(f"{w.said}: a claim in flight then never answered")
-        self.waiting.clear()
+        waiting, self.waiting = self.waiting, []
+        return [Unjudged(f"{w.said}: a claim in flight then never answered") for w in waiting]

@@ -337,7 +337,7 @@ class Judge:
         )
 
     def _apply_claims_settled(self, unknown: bool) -> None:
-        hidden.judge(self.oracle, self.oracle.doubts, unknown)
+        self.oracle.ledger.take(hidden.judge(self.oracle, self.oracle.doubts, unknown))
 
     def _apply_effect_held_back(self, job_id: JobId) -> None:
         self.oracle.effects.held_back.add(job_id)

@@ -1,19 +1,21 @@
 """What the oracle has said so far: its verdicts, and what it could not judge.
 
-Every family of properties writes here, and only here: the story, the coverage
-lines and the failure files read it. A verdict on one job waits behind a stale
-completion's deferred one on the same job, so the first cause leads the story.
+The families return findings (`stateful.verdict.findings`) and the ledger takes
+them, here and only here: the story, the coverage lines and the failure files read
+it. A verdict on one job waits behind a stale completion's deferred one on the same
+job, so the first cause leads the story.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from leasecheck.stateful import properties as P
 from leasecheck.stateful.properties import Violation
 from leasecheck.stateful.units import stamp
+from leasecheck.stateful.verdict.findings import Declared, Deferred, Finding, Saw, Unjudged
 
 
 @dataclass
@@ -36,6 +38,21 @@ class Ledger:
     """Told each situation as it is counted: every count, the oracle's and the driver's,
     passes through `saw`, so this is the one place a listener hears them all (a property
     run's machine makes each a Hypothesis event). None when a history is judged again."""
+
+    def take(self, findings: Iterable[Finding]) -> None:
+        """Record what a family found, in the order it found it."""
+        for found in findings:
+            match found:
+                case Violation():
+                    self.flag_violation(found)
+                case Unjudged(said):
+                    self.unjudged.append(said)
+                case Declared(said):
+                    self.declared.append(said)
+                case Saw(situation):
+                    self.saw(situation)
+                case Deferred(violation):
+                    self.deferred.append(violation)
 
     def saw(self, situation: str) -> None:
         """Count a situation (`stateful.verdict.coverage.SITUATIONS`) the example produced."""
@@ -65,7 +82,7 @@ class Ledger:
         self.violations.append(Violation(prop, message, tuple(evidence), jobs, grants))
 
     def flag_violation(self, violation: Violation) -> None:
-        """Record a violation another family built whole (`stateful.verdict.keys`)."""
+        """Record a violation built whole."""
         self.flag(
             violation.prop,
             violation.message,

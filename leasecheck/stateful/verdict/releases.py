@@ -12,8 +12,8 @@ or lost its answer (it may have committed).
 from __future__ import annotations
 
 from leasecheck.stateful.units import stamp
+from leasecheck.stateful.verdict.findings import Finding, Unjudged
 from leasecheck.stateful.verdict.grants import Grant, Pending
-from leasecheck.stateful.verdict.ledger import Ledger
 
 NAMES = {"complete": "completion", "fail": "failure report"}
 
@@ -23,7 +23,7 @@ def sent(grant: Grant, at: int) -> None:
     grant.releasing = at
 
 
-def lost(ledger: Ledger, grant: Grant, op: str, at: int) -> None:
+def lost(grant: Grant, op: str, at: int) -> list[Finding]:
     """`grant`'s report (`op`), sent at `at`, lost its answer (its session died or the
     harness ended it): it may have committed, so from `at` on nothing rests on `grant`
     still holding the job."""
@@ -32,50 +32,54 @@ def lost(ledger: Ledger, grant: Grant, op: str, at: int) -> None:
         grant.released_unknown = at
     held, grant.held = grant.held, []
     what = NAMES.get(op, op)
-    for said, _ in held:
-        ledger.unjudged.append(
+    return [
+        Unjudged(
             f"{said}: the {what} of {grant.label} in flight then lost its answer, so "
             "whether it had given the job back first cannot be told"
         )
+        for said, _ in held
+    ]
 
 
-def answered(ledger: Ledger, grant: Grant, what: str, accepted: bool) -> list[Pending]:
-    """Return what waited for `grant`'s release in flight, now that it answered, to be
-    judged: all of it if the release was refused (the grant still held the job); none
-    if it was accepted (it may have come first: said, not judged)."""
+def answered(grant: Grant, what: str, accepted: bool) -> list[Pending | Unjudged]:
+    """Return what waited for `grant`'s release in flight, now that it answered: to be
+    judged, all of it if the release was refused (the grant still held the job); said,
+    not judged, if it was accepted (it may have come first)."""
     if grant.releasing is None:
         return []
     grant.releasing = None
     held, grant.held = grant.held, []
     if not accepted:
         return [verdict for _, verdict in held]
-    for said, _ in held:
-        ledger.unjudged.append(
+    return [
+        Unjudged(
             f"{said}: the {what} of {grant.label} in flight then was accepted, so "
             "whether it had given the job back first cannot be told"
         )
-    return []
+        for said, _ in held
+    ]
 
 
-def pending(ledger: Ledger, grant: Grant, said: str, at: int, verdict: Pending) -> bool:
-    """Return whether `verdict` on `grant` (what happened by `at`) cannot be given now:
-    a release of `grant` sent by then may have given the job back. It waits for a
-    release in flight; after one that lost its answer it is said, not judged."""
+def pending(grant: Grant, said: str, at: int, verdict: Pending) -> list[Finding] | None:
+    """Return None when `verdict` on `grant` (what happened by `at`) can be given now,
+    else what to say instead: a release of `grant` sent by then may have given the job
+    back. The verdict waits for a release in flight (nothing said yet); after one that
+    lost its answer it is said, not judged."""
     if grant.releasing is not None and grant.releasing <= at:
         grant.held.append((said, verdict))
-        return True
+        return []
     if grant.released_unknown is not None and grant.released_unknown <= at:
-        ledger.unjudged.append(
-            f"{said}: a completion or failure report of {grant.label} sent at "
-            f"t={stamp(grant.released_unknown)} lost its answer, so whether it had "
-            "given the job back cannot be told"
-        )
-        return True
-    return False
+        return [
+            Unjudged(
+                f"{said}: a completion or failure report of {grant.label} sent at "
+                f"t={stamp(grant.released_unknown)} lost its answer, so whether it had "
+                "given the job back cannot be told"
+            )
+        ]
+    return None
 
 
-def never_answered(ledger: Ledger, grant: Grant) -> None:
+def never_answered(grant: Grant) -> list[Finding]:
     """After the drain: a verdict still waiting on `grant`'s release is said, not judged."""
-    for said, _ in grant.held:
-        ledger.unjudged.append(f"{said}: a release of {grant.label} then never answered")
-    grant.held.clear()
+    held, grant.held = grant.held, []
+    return [Unjudged(f"{said}: a release of {grant.label} then never answered") for said, _ in held]

@@ -1,8 +1,9 @@
 """What the property families read of the judge's beliefs, as protocols.
 
-The Oracle keeps the jobs and dispatches to the families (retry-cap, no-lost-jobs,
-done-effect, no-hidden-claims); each family reads only what it needs, named here, so
-it imports no Oracle and the Oracle's module imports the families without a circle.
+The Oracle keeps the jobs and dispatches to the families (ownership's refusals and
+stale calls, retry-cap, no-lost-jobs, done-effect, no-hidden-claims); each family reads
+only what it needs, named here, so it imports no Oracle and the Oracle's module
+imports the families without a circle.
 A family can be fed any record with these members (a test's literal history too).
 """
 
@@ -62,4 +63,23 @@ class Jobs(Promises, Protocol):
     def answers_complete(self) -> bool: ...
 
 
-__all__ = ["Jobs", "Promises"]
+class Owners(Jobs, Protocol):
+    """What the ownership rules read besides the jobs: the lease, what the queue
+    declares of its tokens and of expired leases, and the completions told."""
+
+    @property
+    def lease(self) -> int: ...
+
+    @property
+    def ordered_tokens(self) -> bool: ...
+
+    @property
+    def revokes_expired(self) -> bool: ...
+
+    @property
+    def done_told(self) -> int:
+        """Accepted completions told so far."""
+        ...
+
+
+__all__ = ["Jobs", "Owners", "Promises"]
