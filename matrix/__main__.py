@@ -195,10 +195,19 @@ def _run_major(
         if server is not None:
             server.stop()
     seconds = time.monotonic() - started
+    # A control (a known-buggy queue) shows what a violated column looks like; its run
+    # stays in the run directory, never in the published tables.
+    controls = [c.target.name for c in columns if c.target.control]
+    columns = [c for c in columns if not c.target.control]
+    if not columns:
+        print(f"total {seconds:.1f} s; controls {', '.join(controls)} are not published")
+        print(f"run directories: {rundir}")
+        return
+    published = [c.target for c in columns]
     out.mkdir(parents=True, exist_ok=True)
     stale = ["counterexamples", "witnesses"]
     if args.only:  # the other columns' files stay: their cells, merged back, link them
-        stale = [f"{kind}/{t.name}" for kind in stale for t in chosen]
+        stale = [f"{kind}/{t.name}" for kind in stale for t in published]
     # Read before the column's files go: a cell still witnessed keeps its counterexample.
     carried = [unreached.read(out, c.target.name, list(c.unreached)) for c in columns]
     for path in stale:
@@ -223,8 +232,10 @@ def _run_major(
     text = report.dumps(data)
     (out / "conformance.json").write_text(text)
     (out / "conformance.md").write_text(markdown.render(json.loads(text)))
-    said = f"merged {', '.join(t.name for t in chosen)} into" if previous else "wrote"
+    said = f"merged {', '.join(t.name for t in published)} into" if previous else "wrote"
     print(f"total {seconds:.1f} s; {said} {out / 'conformance.md'} and conformance.json")
+    if controls:
+        print(f"controls {', '.join(controls)} are not published: their runs are below")
     print(f"run directories: {rundir}")
 
 

@@ -8,7 +8,8 @@ version the library needs (oban needs 3.12); `env` is extra environment for the 
 SQL from; `matrix.npm` installs them, and the adapter finds its pin through
 `LEASECHECK_NPM_PIN` in `env`.
 `control` targets are known-buggy queues the matrix runs only when named with
-`--only`: they show what a violated column looks like.
+`--only`: they show the search still catches what they break. Their runs stay in the
+run directory; they are never merged into the published tables.
 """
 
 from __future__ import annotations

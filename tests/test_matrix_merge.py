@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from leasecheck.stateful.properties import ALL
@@ -248,3 +249,37 @@ def test_only_merges_into_the_results_there(
         "fencing.txt"
     ]
     assert (out / "counterexamples" / "reference.sql" / "fencing.txt").exists()
+
+
+def test_a_control_is_run_but_never_published(
+    leasecheck_server_dsn: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A known-buggy control named with --only is run and summed up, and no table, file
+    or column of it reaches the published results; a column run beside it is merged."""
+    out, cache = tmp_path / "results", tmp_path / "cache"
+
+    def judged(target: Target, *_: object) -> report.Column:
+        verdicts = Verdicts(holds=list(ALL), runs=1)
+        return report.Column(target, None, verdicts, 1.0)
+
+    monkeypatch.setattr(cli, "_one", judged)
+    base = ["--pg-dsn", leasecheck_server_dsn, "--out", str(out), "--cache", str(cache)]
+    assert cli.main(["--only", "naive.sql", *base]) == 0
+    assert "controls naive.sql are not published" in capsys.readouterr().out
+    assert not out.exists()
+    out.mkdir()
+    with psycopg.connect(leasecheck_server_dsn) as conn:
+        postgres = str(conn.execute("show server_version").fetchone()[0])  # type: ignore[index]
+    (out / "conformance.json").write_text(report.dumps({**_run("reference"), "postgres": postgres}))
+    assert cli.main(["--only", "reference", "attempt_key.sql", *base]) == 0
+    said = capsys.readouterr().out
+    assert "merged reference into" in said
+    assert "controls attempt_key.sql are not published" in said
+    data = json.loads((out / "conformance.json").read_text())
+    assert [i["name"] for i in data["implementations"]] == ["reference"]
+    assert list(data["columns_run_apart"]) == ["reference"]
+    assert "| attempt_key.sql |" not in (out / "conformance.md").read_text()  # the command names it
+    assert not (out / "counterexamples" / "attempt_key.sql").exists()
