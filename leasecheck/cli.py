@@ -21,18 +21,15 @@ command's own failures exit 2 with one line.
 from __future__ import annotations
 
 import argparse
-import configparser
 import contextlib
 import ctypes
 import functools
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -50,7 +47,7 @@ from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay, svg
 from leasecheck.stateful.verdict.judge import rejudge
-from leasecheck.wing import campaign, options, outdir, plugin
+from leasecheck.wing import campaign, options, outdir, plugin, projectconfig
 
 SQL_QUEUE = plugin.SQL_QUEUE
 STOP_WITHIN = 30.0
@@ -210,7 +207,7 @@ def _check(args: argparse.Namespace) -> int:
     """Run the property tests in a pytest of their own; return its exit code (2 for pytest's
     usage error, as for the command's own)."""
     env = dict(os.environ)
-    project = _project_config(Path.cwd())
+    project = projectconfig.find(Path.cwd())
     spec = _queue(args, env, project)
     given = vars(args)
     if "leasecheck_pg_dsn" in given:
@@ -227,7 +224,7 @@ def _check(args: argparse.Namespace) -> int:
     if spec is not None:
         command.append(f"--leasecheck-queue={spec}")
     regressions = given.get("leasecheck_regressions")
-    regressions = regressions or _ini_path(project, "leasecheck_regressions")
+    regressions = regressions or projectconfig.path(project, "leasecheck_regressions")
     if regressions:
         command.append(f"--leasecheck-regressions={regressions}")
     for flags, attrs in _plugin_options():
@@ -240,7 +237,9 @@ def _check(args: argparse.Namespace) -> int:
     return 2 if code == pytest.ExitCode.USAGE_ERROR else code  # one code for usage errors
 
 
-def _queue(args: argparse.Namespace, env: dict[str, str], project: _Config | None) -> str | None:
+def _queue(
+    args: argparse.Namespace, env: dict[str, str], project: projectconfig.Config | None
+) -> str | None:
     """Return the queue to pass on (None: the environment names it); raise _Usage if none."""
     named = [
         (where, value)
@@ -260,7 +259,7 @@ def _queue(args: argparse.Namespace, env: dict[str, str], project: _Config | Non
         return str(named[0][1])
     if env.get("LEASECHECK_QUEUE"):
         return None
-    ini = _ini_value(project, "leasecheck_queue")
+    ini = projectconfig.value(project, "leasecheck_queue")
     if ini:
         return ini
     raise _Usage(
@@ -268,81 +267,6 @@ def _queue(args: argparse.Namespace, env: dict[str, str], project: _Config | Non
         "LEASECHECK_QUEUE=module:attr, or leasecheck_queue in the project's pytest "
         "configuration (pyproject.toml [tool.pytest.ini_options], pytest.ini, ...)"
     )
-
-
-class _Config:
-    """The project's pytest configuration file, as far as leasecheck's settings go."""
-
-    def __init__(self, path: Path, values: dict[str, Any]) -> None:
-        self.path = path
-        self.values = values
-
-
-_SECTIONS = {
-    "pytest.toml": ("toml", ("pytest",)),
-    ".pytest.toml": ("toml", ("pytest",)),
-    "pytest.ini": ("ini", "pytest"),
-    ".pytest.ini": ("ini", "pytest"),
-    "pyproject.toml": ("toml", ("tool", "pytest")),
-    "tox.ini": ("ini", "pytest"),
-    "setup.cfg": ("ini", "tool:pytest"),
-}
-"""The files pytest reads its configuration from, in the order it looks for them."""
-
-
-def _project_config(start: Path) -> _Config | None:
-    """Return the configuration pytest would read for a run started in `start`."""
-    for base in (start, *start.parents):
-        for name, (kind, where) in _SECTIONS.items():
-            path = base / name
-            if not path.is_file():
-                continue
-            values = _read_config(path, kind, where)
-            if values is not None:
-                return _Config(path, values)
-            if name in ("pytest.ini", ".pytest.ini"):
-                return _Config(path, {})  # pytest.ini counts even when it is empty
-    return None
-
-
-def _read_config(path: Path, kind: str, where: object) -> dict[str, Any] | None:
-    try:
-        if kind == "ini":
-            parser = configparser.ConfigParser(interpolation=None)
-            parser.read(path, encoding="utf-8")
-            assert isinstance(where, str)
-            return dict(parser[where]) if parser.has_section(where) else None
-        data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, configparser.Error, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return None
-    assert isinstance(where, tuple)
-    for key in where:
-        data = data.get(key) if isinstance(data, dict) else None
-    if not isinstance(data, dict):
-        return None
-    ini_options = data.get("ini_options")
-    return {**data, **ini_options} if isinstance(ini_options, dict) else data
-
-
-def _ini_value(project: _Config | None, name: str) -> str | None:
-    value = None if project is None else project.values.get(name)
-    if isinstance(value, list):
-        value = value[0] if value else None
-    return str(value).strip() or None if value is not None else None
-
-
-def _ini_path(project: _Config | None, name: str) -> str | None:
-    """Return a `paths` setting's first path, relative to the file that sets it."""
-    if project is None or name not in project.values:
-        return None
-    value = project.values[name]
-    words = shlex.split(value) if isinstance(value, str) else [str(v) for v in value]
-    if not words:
-        return None
-    path = project.path.parent / words[0]
-    with contextlib.suppress(ValueError):
-        return str(path.relative_to(Path.cwd()))
-    return str(path)
 
 
 def _run_pytest(command: list[str], env: dict[str, str]) -> int:
