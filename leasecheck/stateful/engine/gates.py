@@ -10,8 +10,8 @@ until the driver opens the gate. Meanwhile other workers act. A call that ends
 before its k-th round trip never parks. This module knows nothing of queues.
 
 A client that does not speak through psycopg (a queue in another language on its
-own connections) would get the same points from a wire-protocol proxy that holds
-back the next message of a session; see docs/design.md.
+own connections) gets the same points from the stepping proxy (`leasecheck.proxy`),
+which holds back a session's next round trip on the wire.
 """
 
 from __future__ import annotations
