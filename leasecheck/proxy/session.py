@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from leasecheck.proxy.errors import NotHeld
 from leasecheck.proxy.flight import READY, Flight
@@ -22,7 +22,6 @@ from leasecheck.proxy.units import TERMINATE, Grouper, Item, Passing, Unit
 from leasecheck.proxy.wire import Framer, Message, WireError, backend_pid, error_response
 
 if TYPE_CHECKING:
-    from leasecheck.proxy.endpoint import Endpoint
     from leasecheck.proxy.hub import Hub
     from leasecheck.proxy.upstream import Upstream
 
@@ -45,10 +44,22 @@ class Snapshot:
     blocked_by: tuple[int, ...] = ()
 
 
+class Gatekeeper(Protocol):
+    """What a session reads of its endpoint: its name, and whether units wait at the gate."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def stepped(self) -> bool: ...
+
+
 class Session:
     """A client connection of an endpoint and its server connection."""
 
-    def __init__(self, hub: Hub, endpoint: Endpoint, serial: int, task: asyncio.Task[Any]) -> None:
+    def __init__(
+        self, hub: Hub, endpoint: Gatekeeper, serial: int, task: asyncio.Task[Any]
+    ) -> None:
         self.hub = hub
         self.task = task
         """The connection's task on the loop, which ends once the session closed."""
