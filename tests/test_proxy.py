@@ -308,6 +308,38 @@ def test_wait_quiet_sees_a_lock_wait(
     assert direct.execute(f"select note from {table}").fetchone() == ("new",)
 
 
+def test_passes_let_a_call_run_its_first_round_trips_and_hold_the_next(
+    proxy: Proxy, leasecheck_database: str, table: str, direct: psycopg.Connection[Any]
+) -> None:
+    """let_pass(2): a transaction's BEGIN and INSERT go by unheld, its COMMIT waits at the
+    gate with the transaction open (and its row lock held); set free, it commits."""
+    endpoint = proxy.endpoint("w0")
+    conn = connect(endpoint, leasecheck_database)
+    endpoint.stepped = True
+    endpoint.let_pass(2)
+
+    def transaction() -> None:
+        conn.execute("begin")
+        conn.execute(f"insert into {table} values (9, 'passed')")
+        conn.execute("commit")
+
+    try:
+        call = in_thread(transaction)
+        session = endpoint.wait_held(WAIT)
+        assert (session.statement, session.units_passed) == ("commit", 2)
+        assert session.in_transaction
+        assert not call.done()
+        assert direct.execute(f"select count(*) from {table}").fetchone() == (0,)
+        endpoint.stepped = False
+        call.result(WAIT)
+        proxy.wait_until(lambda: not session.in_transaction, WAIT, "the commit's answer")
+    finally:
+        conn.close()
+    assert direct.execute(f"select note from {table} where id = 9").fetchone() == ("passed",)
+    with pytest.raises(ValueError, match="at least 0"):
+        endpoint.let_pass(-1)
+
+
 def test_a_cut_commits_but_the_client_loses_the_answer(
     proxy: Proxy, leasecheck_database: str, table: str, direct: psycopg.Connection[Any]
 ) -> None:

@@ -27,6 +27,7 @@ class Endpoint:
         self._sessions: list[Session] = []
         self._serial = 0
         self._stepped = False
+        self._passes = 0
 
     def __repr__(self) -> str:
         return f"<Endpoint {self.name} 127.0.0.1:{self.port} stepped={self.stepped}>"
@@ -48,6 +49,24 @@ class Endpoint:
             self.hub.changed()
         for session in held:
             self.hub.call(session._release_if_held)
+
+    def let_pass(self, count: int) -> None:
+        """Let the next `count` units of this endpoint's sessions go by the gate unheld,
+        then hold the ones after (a call paused after its `count`-th round trip, as the
+        harness pauses one between two of its statements). Free endpoints pass all."""
+        if count < 0:
+            raise ValueError(f"let_pass takes how many units go by, at least 0, not {count}")
+        with self.hub.cond:
+            self._passes = count
+            self.hub.changed()
+
+    def take_pass(self) -> bool:
+        """Use one of the passes `let_pass` left, if any (the loop thread's side)."""
+        with self.hub.cond:
+            if self._passes <= 0:
+                return False
+            self._passes -= 1
+            return True
 
     def dsn(self, base_dsn: str) -> str:
         """Return `base_dsn` (its user, database, password...) connecting through here."""

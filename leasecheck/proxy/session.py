@@ -42,16 +42,21 @@ class Snapshot:
     units_passed: int
     backend_pid: int | None
     blocked_by: tuple[int, ...] = ()
+    in_transaction: bool = False
+    """Whether a transaction was open at its last ReadyForQuery (it may hold locks)."""
 
 
 class Gatekeeper(Protocol):
-    """What a session reads of its endpoint: its name, and whether units wait at the gate."""
+    """What a session asks of its endpoint: its name, whether units wait at the gate,
+    and whether one of the passes let through before it is left."""
 
     @property
     def name(self) -> str: ...
 
     @property
     def stepped(self) -> bool: ...
+
+    def take_pass(self) -> bool: ...
 
 
 class Session:
@@ -76,6 +81,9 @@ class Session:
         self._in_flight = 0
         self._statement: str | None = None
         self._units = 0
+        self._status = b"I"
+        """The transaction status the last ReadyForQuery gave: I(dle), T (in a
+        transaction) or E (in a failed one)."""
         self._reason: str | None = None
         # The loop thread's own.
         self._flight = Flight()
@@ -116,6 +124,12 @@ class Session:
             return self._statement
 
     @property
+    def in_transaction(self) -> bool:
+        """Whether the server said, at its last ReadyForQuery, that a transaction is open
+        (what holds locks between two round trips of the client)."""
+        return self.snapshot().in_transaction
+
+    @property
     def units_passed(self) -> int:
         with self.hub.cond:
             return self._units
@@ -127,7 +141,14 @@ class Session:
 
     def snapshot(self) -> Snapshot:
         with self.hub.cond:
-            return Snapshot(self, self._state(), self._statement, self._units, self._pid)
+            return Snapshot(
+                self,
+                self._state(),
+                self._statement,
+                self._units,
+                self._pid,
+                in_transaction=not self._closed and self._status != b"I",
+            )
 
     def _state(self) -> str:
         if self._closed:
@@ -333,7 +354,7 @@ class Session:
         await self._drained.wait()
         if self._dropping or self._client_gone:
             return False
-        if not self.endpoint.stepped:
+        if not self.endpoint.stepped or self.endpoint.take_pass():
             return True
         return await self._at_gate(unit)
 
@@ -408,11 +429,12 @@ class Session:
             out = bytearray()
             answered = 0
             pid: int | None = None
-            ready = False
+            ready: bytes | None = None
             for message in framer.messages():
                 if message.kind == b"K":
                     pid = backend_pid(message)
-                ready = ready or message.kind == READY
+                if message.kind == READY:
+                    ready = message.body[:1]
                 answered += self._flight.received(message.kind)
                 if not self._dropping:
                     out += message.raw
@@ -422,16 +444,19 @@ class Session:
             self._account(answered, pid, ready)
             self._end_cut()
 
-    def _account(self, answered: int, pid: int | None, ready: bool) -> None:
-        """Publish what the server's last messages changed, once they reached the client."""
+    def _account(self, answered: int, pid: int | None, ready: bytes | None) -> None:
+        """Publish what the server's last messages changed, once they reached the client
+        (`ready`: the transaction status of the last ReadyForQuery among them)."""
         if not self._flight:
             self._drained.set()
-        if not (answered or pid is not None or ready):
+        if not (answered or pid is not None or ready is not None):
             return
         with self.hub.cond:
             if pid is not None:
                 self._pid = pid
-            self._started = self._started or ready
+            if ready is not None:
+                self._status = ready
+            self._started = self._started or ready is not None
             self._in_flight = len(self._flight)
             if not self._in_flight and self._held is None and not self._released:
                 self._statement = None
