@@ -47,9 +47,9 @@ from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay, svg
 from leasecheck.stateful.verdict.judge import rejudge
-from leasecheck.wing import campaign, options, outdir, plugin, projectconfig
+from leasecheck.wing import campaign, options, outdir, projectconfig, undertest
 
-SQL_QUEUE = plugin.SQL_QUEUE
+SQL_QUEUE = undertest.SQL_QUEUE
 STOP_WITHIN = 30.0
 """Seconds an interrupted run may take to stop before the command kills it."""
 _ALIASES = {"--leasecheck-pg-dsn": ("--pg-dsn",), "--leasecheck-profile": ("--profile",)}
@@ -355,7 +355,7 @@ def _replay(args: argparse.Namespace) -> int:
     if args.queue and args.sql is not None:
         raise _Usage("name the queue once: --queue and --sql both name one")
     if args.sql is not None:
-        spec = f"{plugin.SQL_SPEC}{_sql_file(args.sql)}"
+        spec = f"{undertest.SQL_SPEC}{_sql_file(args.sql)}"
     if not spec:
         raise _Usage(f"{args.file} does not say which queue failed: pass --queue module:attr")
     if spec == SQL_QUEUE and not os.environ.get("LEASECHECK_SQL_QUEUE"):
@@ -386,9 +386,9 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _load(spec: str, file: Path) -> contract.Queue:
     """Return the queue `spec` names: module:attr, or sql:PATH as a failure file records it."""
-    if not spec.startswith(plugin.SQL_SPEC):
+    if not spec.startswith(undertest.SQL_SPEC):
         return contract.load(spec)
-    path = Path(spec[len(plugin.SQL_SPEC) :])
+    path = Path(spec[len(undertest.SQL_SPEC) :])
     if not path.is_file():
         raise _Usage(
             f"{file} was recorded on the SQL queue {path}, which is not there (from "

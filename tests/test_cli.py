@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from leasecheck import cli
-from leasecheck.wing import options, plugin
+from leasecheck.wing import options, undertest
 from tests import child
 from tests.fixtures import REFERENCE
 
@@ -365,15 +365,15 @@ def test_the_recorded_spec_of_a_sql_queue_names_its_file(
     shutil.copy(NAIVE_SQL, tmp_path / "q.sql")
     monkeypatch.chdir(tmp_path)
     queue = SqlFileQueue(tmp_path / "q.sql")
-    assert plugin.recorded_spec(plugin.SQL_QUEUE, queue) == "sql:q.sql"
-    assert plugin.recorded_spec("mine:make", queue) == "mine:make"  # loads as it is
+    assert undertest.recorded_spec(undertest.SQL_QUEUE, queue) == "sql:q.sql"
+    assert undertest.recorded_spec("mine:make", queue) == "mine:make"  # loads as it is
 
 
 def test_replay_of_an_old_sql_failure_says_to_pass_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data: dict[str, Any] = json.loads(COUNTEREXAMPLE.read_text())
-    data["queue_spec"] = plugin.SQL_QUEUE
+    data["queue_spec"] = undertest.SQL_QUEUE
     (tmp_path / "old.json").write_text(json.dumps(data))
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LEASECHECK_SQL_QUEUE", raising=False)

@@ -13,9 +13,7 @@ broke the contract.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,14 +22,13 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from leasecheck.adapters.sqlfile_queue import SqlFileQueue
 from leasecheck.dbfixtures import janitor
 from leasecheck.dbfixtures import plugin as dbplugin
 from leasecheck.dbfixtures.redact import Dsn
-from leasecheck.stateful import clock, contract, properties
+from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors, probe, profiles, shrinking
 from leasecheck.stateful.machine import Harness
-from leasecheck.wing import campaign, exercised, outdir, runreport, shards
+from leasecheck.wing import exercised, outdir, runreport, shards, undertest
 from leasecheck.wing.items import PROPERTIES_TEST, SUITE
 from leasecheck.wing.items import is_suite as _is_suite
 from leasecheck.wing.items import param as _param
@@ -60,132 +57,11 @@ from leasecheck.wing.reports import (
     told_elsewhere,
 )
 
-SQL_QUEUE = "leasecheck.adapters.sqlfile_queue:from_env"
-SQL_SPEC = "sql:"
-"""How a failure of a `.sql` queue named through `$LEASECHECK_SQL_QUEUE` records it:
-`sql:PATH`, which `leasecheck replay` loads without the variable."""
-QUEUE_HELP = (
-    "name the queue under test: pytest --leasecheck-queue module:attr, "
-    'LEASECHECK_QUEUE=module:attr, or leasecheck_queue = "module:attr" under '
-    "[tool.pytest.ini_options] in pyproject.toml"
-)
-
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Bring in the database half of the plugin (servers and databases) with this one."""
     if not pluginmanager.is_registered(dbplugin):
         pluginmanager.register(dbplugin, "leasecheck.dbfixtures")
-
-
-# -------------------------------------------------------------- the queue under test
-
-
-def queue_spec(config: pytest.Config) -> tuple[str, str] | None:
-    """Return the queue's `module:attr` and where it was named, or None if nowhere."""
-    for value, where in (
-        (config.getoption("--leasecheck-queue"), "--leasecheck-queue"),
-        (os.environ.get("LEASECHECK_QUEUE"), "LEASECHECK_QUEUE"),
-        (config.getini("leasecheck_queue"), "leasecheck_queue (ini)"),
-    ):
-        if value:
-            return str(value), where
-    return None
-
-
-class Unusable(Exception):
-    """The run cannot judge a queue; the message is the one line to show."""
-
-
-_queue_key = pytest.StashKey[contract.Queue | Unusable]()
-
-
-def _load_queue(config: pytest.Config) -> contract.Queue:
-    """Return the named queue (imported once per process); raise Unusable otherwise."""
-    if _queue_key not in config.stash:
-        named = queue_spec(config)
-        if named is None:
-            config.stash[_queue_key] = Unusable(f"leasecheck: no queue named; {QUEUE_HELP}")
-        else:
-            try:
-                config.stash[_queue_key] = contract.load(named[0])
-            except contract.ContractError as exc:
-                config.stash[_queue_key] = Unusable(f"leasecheck: {named[1]} {exc}")
-    found = config.stash[_queue_key]
-    if isinstance(found, Unusable):
-        raise found
-    return found
-
-
-def recorded_spec(spec: str, queue: contract.Queue) -> str:
-    """Return how a failure file records the queue: its spec, or `sql:PATH` for a `.sql`
-    queue named through `$LEASECHECK_SQL_QUEUE` (the variable is not in the file)."""
-    if spec != SQL_QUEUE or not isinstance(queue, SqlFileQueue):
-        return spec
-    path = queue.path.resolve()
-    with contextlib.suppress(ValueError):
-        path = path.relative_to(Path.cwd())
-    return f"{SQL_SPEC}{path}"
-
-
-def excused(config: pytest.Config) -> frozenset[str]:
-    """Return the properties `--leasecheck-excuse` takes out of judgement (each option
-    may be a comma-separated list, as $LEASECHECK_EXCUSE is)."""
-    given: list[str] = config.getoption("--leasecheck-excuse") or []
-    return frozenset(p.strip() for value in given for p in value.split(",") if p.strip())
-
-
-def _check_options(config: pytest.Config) -> None:
-    unchosen = from_environment_unchosen(config.getoption)
-    if unchosen is not None:
-        raise Unusable(unchosen)
-    unknown = sorted(excused(config) - set(properties.ALL))
-    if unknown:
-        raise Unusable(
-            f"leasecheck: --leasecheck-excuse {', '.join(unknown)}: no such property; "
-            f"choose from {', '.join(properties.ALL)}"
-        )
-    regressions = _regressions_dir(config)
-    if regressions is not None and regressions.exists() and not regressions.is_dir():
-        raise Unusable(
-            f"leasecheck: the regressions directory {regressions} is a file; name a "
-            "directory in --leasecheck-regressions / leasecheck_regressions"
-        )
-    try:
-        _shards(config)
-    except shards.ShardError as exc:
-        raise Unusable(f"leasecheck: {exc}") from None
-    shared = config.getoption("--leasecheck-examples-from")
-    if shared:
-        derandomized = (
-            _forced_seed(config) is not None
-            or profiles.budget(config.getoption("--leasecheck-profile"), None).derandomize
-        )
-        try:
-            campaign.usable_examples(Path(shared), derandomized=derandomized)
-        except campaign.CampaignError as exc:
-            raise Unusable(f"leasecheck: {exc}") from None
-
-
-def _regressions_dir(config: pytest.Config) -> Path | None:
-    option = config.getoption("--leasecheck-regressions")
-    if option:
-        return Path(option)
-    ini: list[Path] = config.getini("leasecheck_regressions")
-    return ini[0] if ini else None
-
-
-def _forced_seed(config: pytest.Config) -> object | None:
-    """Return `--hypothesis-seed`, if given (None without Hypothesis's pytest plugin)."""
-    forced: object | None = config.getoption("--hypothesis-seed", None)
-    return forced
-
-
-def _shards(config: pytest.Config) -> list[shards.Shard]:
-    return shards.select(
-        config.getoption("--leasecheck-shards"),
-        shards.parse_slice(config.getoption("--leasecheck-shard")),
-        _forced_seed(config),
-    )
 
 
 # ------------------------------------------------------------------------ collection
@@ -195,23 +71,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config = metafunc.config
     if "leasecheck_shard" in metafunc.fixturenames:
         try:
-            chosen = _shards(config)
+            chosen = undertest.chosen_shards(config)
         except shards.ShardError:
             chosen = []  # reported once, as a usage error, when collection ends
         metafunc.parametrize("leasecheck_shard", chosen, ids=[s.id for s in chosen])
     if "leasecheck_gap" in metafunc.fixturenames:
         try:
-            queue = _load_queue(config)
-        except Unusable:
+            queue = undertest.load_queue(config)
+        except undertest.Unusable:
             gaps = ["unknown: the queue could not be loaded"]
         else:
             gaps = contract.not_checked(queue)
-            gaps += [f"{p}: excused (--leasecheck-excuse)" for p in sorted(excused(config))]
+            gaps += [
+                f"{p}: excused (--leasecheck-excuse)" for p in sorted(undertest.excused(config))
+            ]
             if not gaps:
                 gaps = [f"nothing: {queue.name} declares nothing that rules a property out"]
         metafunc.parametrize("leasecheck_gap", gaps, ids=[g.split(":")[0] for g in gaps])
     if "leasecheck_regression" in metafunc.fixturenames:
-        directory = _regressions_dir(config)
+        directory = undertest.regressions_dir(config)
         files: list[Path | None] = []
         if directory is not None and directory.is_dir():
             files = [*sorted(directory.glob("*.json"))]
@@ -223,7 +101,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _no_files_reason(config: pytest.Config) -> str | None:
     """Say why no failure file is replayed, when a directory was named (None otherwise:
     the suite's own skip says how to name one)."""
-    directory = _regressions_dir(config)
+    directory = undertest.regressions_dir(config)
     if directory is None:
         return None
     if not directory.exists():
@@ -250,14 +128,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     suite = [item for item in items if _is_suite(item)]
     if suite:
         try:
-            _check_options(config)
-            queue = _load_queue(config)
-            named = queue_spec(config)
+            undertest.check_options(config)
+            queue = undertest.load_queue(config)
+            named = undertest.queue_spec(config)
             assert named is not None
             facts["queue"] = f"leasecheck: queue under test {queue.name!r} ({named[0]})"
-            if excused(config):
-                facts["queue"] += f"; not judged: {', '.join(sorted(excused(config)))}"
-        except Unusable as exc:
+            if undertest.excused(config):
+                facts["queue"] += f"; not judged: {', '.join(sorted(undertest.excused(config)))}"
+        except undertest.Unusable as exc:
             facts["error"] = str(exc)
         reason = _no_files_reason(config)
         for item in suite:
@@ -317,7 +195,7 @@ def _probe_clock(config: pytest.Config, facts: dict[str, Any]) -> None:
     if "queue" not in facts or config.stash.get(_probed_key, False):
         return
     config.stash[_probed_key] = True
-    queue = _load_queue(config)
+    queue = undertest.load_queue(config)
     server = dbplugin.start_server(config)
     try:
         with janitor.temporary(server.dsn, "clock_probe") as dsn:
@@ -337,7 +215,7 @@ def _probe_clock(config: pytest.Config, facts: dict[str, Any]) -> None:
 @pytest.fixture(scope="session")
 def leasecheck_queue(pytestconfig: pytest.Config) -> contract.Queue:
     """Return the queue under test, as the run names it."""
-    return _load_queue(pytestconfig)
+    return undertest.load_queue(pytestconfig)
 
 
 @pytest.fixture(scope="session")
@@ -393,14 +271,14 @@ def leasecheck_harness(
     shard = _param(request.node, "leasecheck_shard")
     if shard is not None:
         not_after_a_contract_error(pytestconfig)
-    named = queue_spec(pytestconfig)
+    named = undertest.queue_spec(pytestconfig)
     deadline = float(pytestconfig.getoption("--leasecheck-call-deadline"))
     pool = actors.Pool(leasecheck_installed_dsn, deadline=deadline)
     harness = _Harness(
         queue=leasecheck_queue,
         pool=pool,
-        excused=excused(pytestconfig),
-        spec=recorded_spec(named[0], leasecheck_queue) if named else "",
+        excused=undertest.excused(pytestconfig),
+        spec=undertest.recorded_spec(named[0], leasecheck_queue) if named else "",
         schedule=pytestconfig.getoption("--leasecheck-schedule"),
         isolation=pytestconfig.getoption("--leasecheck-isolation"),
         opens=pytestconfig.getoption("--leasecheck-opening") == "on",
@@ -449,12 +327,12 @@ def leasecheck_budget(
     keeps failing examples keeps them under keys of this queue and this shard.
     """
     whole = profiles.budget(pytestconfig.getoption("--leasecheck-profile"), None)
-    if _forced_seed(pytestconfig) is not None:
+    if undertest.forced_seed(pytestconfig) is not None:
         return settings(whole, derandomize=True, database=None)
     if whole.derandomize:
         return whole
     shard = _param(request.node, "leasecheck_shard")
-    named = queue_spec(pytestconfig)
+    named = undertest.queue_spec(pytestconfig)
     scope = f"{named[0] if named else ''}|{leasecheck_queue.name}|{shard.id if shard else ''}"
     shared = pytestconfig.getoption("--leasecheck-examples-from")
     created = not out_existed(pytestconfig)
@@ -484,8 +362,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(Reports(config), f"leasecheck-reports-{id(config)}")
     if SUITE in config.args and not hasattr(config, "workerinput"):
         try:
-            _load_queue(config)  # told before any xdist worker starts, not after
-        except Unusable as exc:
+            undertest.load_queue(config)  # told before any xdist worker starts, not after
+        except undertest.Unusable as exc:
             raise pytest.UsageError(str(exc)) from None
     if SUITE in config.args and not config.getoption("collectonly"):
         dbplugin.catch_signals(config)
@@ -505,7 +383,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Say what the property run exercised, per property (nothing if it did not run), and
     write the run's report where asked (`leasecheck.wing.runreport`)."""
-    out = excused(config)
+    out = undertest.excused(config)
     exercised.hook(terminalreporter, config, out)
-    named = queue_spec(config)
+    named = undertest.queue_spec(config)
     runreport.hook(terminalreporter, config, named[0] if named else "", out)
