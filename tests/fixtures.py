@@ -6,7 +6,7 @@ run on the reference schema, whatever queue the property run is pointed at.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -15,10 +15,12 @@ import pytest
 
 from leasecheck.dbfixtures import janitor
 from leasecheck.kit import budget
+from leasecheck.proxy import Proxy
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import clock
+from leasecheck.stateful import clock, contract
 from leasecheck.stateful.contract import Queue
 from leasecheck.stateful.engine import actors
+from leasecheck.stateful.machine import Harness
 
 REFERENCE = "leasecheck.reference.queue:ReferenceQueue"
 
@@ -37,6 +39,29 @@ def pool_on_own_database(server_dsn: str, label: str, queue: Queue) -> Iterator[
         try:
             yield pool
         finally:
+            pool.close()
+
+
+@contextmanager
+def harnesses(dsn: str) -> Iterator[Callable[..., Harness]]:
+    """Yield a function that gives a harness of `spec`'s queue on `dsn`, a database the
+    suite created (the schema installed by the first; its sessions opened through
+    `proxy`, if given); close every pool after."""
+    pools: list[actors.Pool] = []
+
+    def make(spec: str, proxy: Proxy | None = None) -> Harness:
+        queue = contract.load(spec)
+        if not pools:
+            clock.prepare(dsn, queue)
+        pools.append(actors.Pool(dsn, proxy=proxy))
+        harness = Harness(queue=queue, pool=pools[-1], spec=spec)
+        harness.reset()
+        return harness
+
+    try:
+        yield make
+    finally:
+        for pool in pools:
             pool.close()
 
 

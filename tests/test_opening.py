@@ -16,12 +16,12 @@ import pytest
 from bench import corpus
 from leasecheck.dbfixtures import janitor
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import clock, contract, opening
-from leasecheck.stateful.engine import actors
+from leasecheck.stateful import contract, opening
 from leasecheck.stateful.machine import Harness
 from leasecheck.stateful.properties import PropertyViolated
 from leasecheck.stateful.story import replay
 from mutants import ALL as MUTANTS
+from tests.fixtures import harnesses
 
 HarnessOf = Callable[[str], Harness]
 
@@ -29,22 +29,11 @@ HarnessOf = Callable[[str], Harness]
 @pytest.fixture
 def harness_of(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[HarnessOf]:
     """Return a function that gives a harness on a fresh database with `spec`'s queue."""
-    with janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_open") as dsn:
-        pools: list[actors.Pool] = []
-
-        def make(spec: str) -> Harness:
-            queue = contract.load(spec)
-            clock.prepare(dsn, queue)
-            pools.append(actors.Pool(dsn))
-            harness = Harness(queue=queue, pool=pools[-1], spec=spec)
-            harness.reset()
-            return harness
-
-        try:
-            yield make
-        finally:
-            for pool in pools:
-                pool.close()
+    with (
+        janitor.temporary(leasecheck_server_dsn, f"{leasecheck_worker_label}_open") as dsn,
+        harnesses(dsn) as make,
+    ):
+        yield make
 
 
 CORRECT = [

@@ -45,10 +45,10 @@ class Endpoint:
         """Setting it free also lets go every unit held now."""
         with self.hub.cond:
             self._stepped = value
-            held = [] if value else [s for s in self._sessions if s.state == "held"]
+            if not value:
+                for session in self._sessions:
+                    session.let_go()
             self.hub.changed()
-        for session in held:
-            self.hub.call(session._release_if_held)
 
     def let_pass(self, count: int) -> None:
         """Let the next `count` units of this endpoint's sessions go by the gate unheld,

@@ -125,6 +125,22 @@ class Proxy:
             self._endpoints[name] = endpoint
         return endpoint
 
+    def drop(self, name: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Stop listening on the endpoint `name` and forget it; its sessions end with it
+        (a long run opens an endpoint per connection, and drops each with its connection)."""
+        with self._hub.cond:
+            endpoint = self._endpoints.pop(name, None)
+        if endpoint is not None:
+            self._call(self._drop(endpoint), timeout)
+
+    async def _drop(self, endpoint: Endpoint) -> None:
+        endpoint.stop_accepting()
+        sessions = endpoint.all_sessions()
+        for session in sessions:
+            session._finish("its endpoint was dropped")
+        await asyncio.gather(*(s.task for s in sessions), return_exceptions=True)
+        await endpoint.stop_listening()
+
     @property
     def endpoints(self) -> list[Endpoint]:
         with self._hub.cond:

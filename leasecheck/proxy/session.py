@@ -361,6 +361,8 @@ class Session:
     async def _at_gate(self, unit: Unit) -> bool:
         self._gate.clear()
         with self.hub.cond:
+            if not self.endpoint.stepped:  # set free since `_hold` looked: under the lock
+                return True
             self._held = unit
             self._statement = unit.statement(self._prepared)
             self.hub.changed()
@@ -374,15 +376,16 @@ class Session:
             return False
         return True
 
-    def _release_if_held(self) -> None:
-        """Let a held unit go (the endpoint was set free); the loop thread's side."""
+    def let_go(self) -> None:
+        """Let the held unit go, if one is held (the endpoint was set free). Its state
+        is running when this returns, so a caller that looks next never sees it held."""
         with self.hub.cond:
             if self._held is None:
                 return
             self._held = None
             self._released = True
             self.hub.changed()
-        self._gate.set()
+        self.hub.call(self._gate.set)
 
     async def _send(self, unit: Unit) -> None:
         assert self._server is not None

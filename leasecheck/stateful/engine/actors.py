@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import logging
 import threading
 import time
@@ -26,9 +27,10 @@ from typing import Any
 import psycopg
 from psycopg import Connection
 
+from leasecheck.proxy import Endpoint, Proxy
 from leasecheck.stateful import clock
 from leasecheck.stateful.clock import QUERIES
-from leasecheck.stateful.engine.gates import Gate, GatedConnection
+from leasecheck.stateful.engine.gates import CallGate, GatedConnection
 
 SAFETY_TIMEOUT = 30.0
 SPARES = 2
@@ -39,6 +41,9 @@ by itself before `CallHung` is raised inside its thread."""
 FIRST_LOOK = 0.0002
 """Seconds before `settle` first asks whether a call finished or waits on a lock."""
 
+
+_ENDPOINTS = itertools.count(1)
+"""Names the proxy's endpoints, one per session opened through it."""
 
 _ENDED: dict[int, weakref.ref[Connection[Any]]] = {}
 """Connections whose backend the harness ended (a crash, a cut, a call past its
@@ -119,8 +124,11 @@ class Session:
     invoked: int = 0
     used: bool = False
     """Whether a call was sent on it since the pool handed it out."""
-    gate: Gate | None = None
+    gate: CallGate | None = None
     """The gate of the call in flight, if that call may be preempted between round trips."""
+    endpoint: Endpoint | None = None
+    """Its own endpoint of the stepping proxy, when the pool opens sessions through one:
+    its calls are then preempted on the wire (`WireGate`)."""
     what: tuple[str, str | None] = ("", None)
     """What the call in flight is and what it concerns, for the story (set by its sender)."""
     times_out: bool = False
@@ -179,6 +187,12 @@ class Pool:
     _watchdog: threading.Thread | None = None
     _settings: str = ""
     """The harness's session settings this role may make (see `_connect`)."""
+    proxy: Proxy | None = None
+    """A stepping proxy to open every session through, each on an endpoint of its own:
+    its calls are then preempted where the wire shows a round trip, not where psycopg
+    sends one (the same points for a psycopg client, which a test holds equal)."""
+    _endpoints: dict[int, Endpoint] = field(default_factory=dict)
+    """The endpoint of each connection opened through the proxy, by the connection's id."""
 
     def __post_init__(self) -> None:
         _quiet_psycopg()
@@ -244,7 +258,12 @@ class Pool:
                         session.conn.cancel_safe()
 
     def _connect(self) -> Connection[Any]:
-        conn = clock.connect(self.dsn, GatedConnection)
+        if self.proxy is None:
+            conn = clock.connect(self.dsn, GatedConnection)
+        else:
+            endpoint = self.proxy.endpoint(f"session-{next(_ENDPOINTS)}")
+            conn = clock.connect(endpoint.dsn(self.dsn), GatedConnection)
+            self._endpoints[id(conn)] = endpoint
         try:
             conn.execute(_DEADLOCK_TIMEOUT)
             self._settings = _DEADLOCK_TIMEOUT
@@ -272,10 +291,14 @@ class Pool:
             session.used = False
             session.times_out = False
             session.gate = None  # the last example's, if its last call was gated
+            if session.endpoint is not None:
+                session.endpoint.stepped = False
         else:
             self._count += 1
             executor = ThreadPoolExecutor(1, thread_name_prefix=f"leasecheck-{self._count}")
-            session = Session(label=label, conn=self._spare(), executor=executor)
+            conn = self._spare()
+            endpoint = self._endpoints.pop(id(conn), None)
+            session = Session(label=label, conn=conn, executor=executor, endpoint=endpoint)
         self._out.append(session)
         return session
 
@@ -297,6 +320,8 @@ class Pool:
     def discard(self, session: Session) -> None:
         """Close a session for good; a call of it that goes on regardless is ended."""
         session.conn.close()
+        if session.endpoint is not None and self.proxy is not None:
+            self.proxy.drop(session.endpoint.name)
         pending = session.pending
         if pending is not None and not pending.done():
             wait_futures([pending], timeout=GRACE)
@@ -377,6 +402,7 @@ class Pool:
             if spare.exception() is None:
                 spare.result().close()
         self._spares.clear()
+        self._endpoints.clear()
         self._closing.set()
         self.monitor.close()
 

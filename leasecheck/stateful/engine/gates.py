@@ -17,12 +17,32 @@ which holds back a session's next round trip on the wire.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
+if TYPE_CHECKING:
+    from leasecheck.proxy import Endpoint
+
 PARK_LIMIT = 600.0
 """Seconds a parked call waits for the driver before it gives up (a harness defect)."""
+
+
+class CallGate(Protocol):
+    """Where a call stops between two of its round trips, and how it is let go."""
+
+    @property
+    def after(self) -> int: ...
+
+    @property
+    def trips(self) -> int:
+        """Round trips the call has reached, the one it is parked before included."""
+        ...
+
+    @property
+    def is_parked(self) -> bool: ...
+
+    def open(self) -> None: ...
 
 
 class Gate:
@@ -72,3 +92,34 @@ class GatedConnection(psycopg.Connection[Any]):
         if gate is not None:
             gate.passing()
         return super().wait(gen, *args, **kwargs)
+
+
+class WireGate:
+    """A call's gate on the wire: its session's endpoint of the stepping proxy lets the
+    call's first `after` round trips go by and holds the next, the same point `Gate`
+    parks at, for a client whose round trips psycopg does not see (`leasecheck.proxy`).
+    The call's thread is not parked: it waits for an answer the proxy holds back."""
+
+    def __init__(self, endpoint: Endpoint, after: int) -> None:
+        if after < 1:
+            raise ValueError(f"a call is preempted after at least one round trip, not {after}")
+        self.after = after
+        self.endpoint = endpoint
+        self._before = self._passed()
+        endpoint.let_pass(after)
+        endpoint.stepped = True
+
+    def _passed(self) -> int:
+        return sum(s.units_passed for s in self.endpoint.all_sessions())
+
+    @property
+    def trips(self) -> int:
+        return self._passed() - self._before + (1 if self.is_parked else 0)
+
+    @property
+    def is_parked(self) -> bool:
+        return any(s.state == "held" for s in self.endpoint.sessions())
+
+    def open(self) -> None:
+        """Let the held round trip go, and every one after it."""
+        self.endpoint.stepped = False

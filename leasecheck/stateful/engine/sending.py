@@ -23,7 +23,7 @@ from typing import Any
 from psycopg import Connection
 
 from leasecheck.stateful.engine.actors import FIRST_LOOK, Pool, Session, Stuck
-from leasecheck.stateful.engine.gates import Gate, GatedConnection
+from leasecheck.stateful.engine.gates import Gate, GatedConnection, WireGate
 
 _INVOCATIONS = itertools.count(1)
 
@@ -43,7 +43,18 @@ def submit(
     session.invoked = next(_INVOCATIONS)
     session.used = True
     session.gate = None
-    if after is not None:
+    if after is not None and session.endpoint is not None:
+        endpoint = session.endpoint
+        session.gate = WireGate(endpoint, after)
+
+        def held_on_the_wire(c: Connection[Any]) -> Any:
+            try:
+                return call(c)
+            finally:
+                endpoint.stepped = False  # a call that ended before its gate leaves none
+
+        future = session.executor.submit(_tracked, session, held_on_the_wire)
+    elif after is not None:
         gate = session.gate = Gate(after)
         conn = session.conn
         assert isinstance(conn, GatedConnection), "harness sessions are opened gated"
