@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, settings
 from bench._db import reference_database
 from bench.hollow import Hollow
 from bench.wire import NEEDED, Wire
+from leasecheck.proxy import Proxy
 from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
@@ -91,11 +92,12 @@ def without(rules: list[str]) -> None:
         setattr(Driver, name, lambda self, *args: False)
 
 
-def _run(dsn: str, examples: int) -> tuple[int, int, float]:
-    """Run the machine for `examples` examples; return examples, steps and seconds."""
+def _run(dsn: str, examples: int, proxy: Proxy | None = None) -> tuple[int, int, float]:
+    """Run the machine for `examples` examples (its sessions through `proxy`, preempted on
+    the wire, if given); return examples, steps and seconds."""
     _Counting.steps = _Counting.examples = 0
     queue = contract.load("leasecheck.reference.queue:ReferenceQueue")
-    pool = actors.Pool(dsn)
+    pool = actors.Pool(dsn, proxy=proxy)
     harness = Harness(queue=queue, pool=pool)
     harness.reset()
     start = time.perf_counter()
