@@ -21,6 +21,8 @@ from leasecheck.stateful import clock, contract
 from leasecheck.stateful.contract import Queue
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness
+from leasecheck.stateful.program import Step
+from leasecheck.stateful.story import replay
 
 REFERENCE = "leasecheck.reference.queue:ReferenceQueue"
 
@@ -63,6 +65,16 @@ def harnesses(dsn: str) -> Iterator[Callable[..., Harness]]:
     finally:
         for pool in pools:
             pool.close()
+
+
+def replayed(queue: Queue, pool: actors.Pool, steps: list[Step]) -> list[str]:
+    """Replay `steps` on `queue` (every step must apply) and return the story it told."""
+    harness = Harness(queue=queue, pool=pool)
+    harness.reset()
+    story: list[str] = []
+    done = replay.replay(harness, steps, say=story.append)
+    assert done.skipped == [], done.skipped
+    return story
 
 
 @pytest.fixture(scope="session")

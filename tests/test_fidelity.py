@@ -12,26 +12,15 @@ from __future__ import annotations
 import pytest
 
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.moves import Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import EXCLUSIVE_LEASE, RETRY_CAP, PropertyViolated
-from leasecheck.stateful.story import replay
 from tests import fidelity_queues as q
+from tests.fixtures import replayed
 
 CLAIM = Step("claim", {"how": Take(worker=0, held=False)})
-
-
-def _replay(queue: contract.Queue, pool: actors.Pool, steps: list[Step]) -> list[str]:
-    """Replay `steps` on `queue` and return the story it told."""
-    harness = Harness(queue=queue, pool=pool)
-    harness.reset()
-    story: list[str] = []
-    done = replay.replay(harness, steps, say=story.append)
-    assert done.skipped == [], done.skipped
-    return story
 
 
 CAP_THEN_PICK = [
@@ -49,7 +38,7 @@ def test_a_claim_of_two_statements_sees_one_now(reference_pool: actors.Pool) -> 
     """Its second statement runs after the lease ended, in the transaction begun before:
     `now()` is that transaction's start, so job1 is not expired for it and not claimed a
     second time past its cap of one."""
-    story = _replay(q.CapThenPick(), reference_pool, CAP_THEN_PICK)
+    story = replayed(q.CapThenPick(), reference_pool, CAP_THEN_PICK)
     assert any("paused after statement 2" in line for line in story), story
 
 
@@ -57,7 +46,7 @@ def test_the_same_claim_on_the_moving_clock_breaks_the_cap(reference_pool: actor
     """The control: read with `clock_timestamp()`, the second statement sees the lease end
     and claims job1 again, so the program does reach the race."""
     with pytest.raises(PropertyViolated) as caught:
-        _replay(q.CapThenPickOnTheClock(), reference_pool, CAP_THEN_PICK)
+        replayed(q.CapThenPickOnTheClock(), reference_pool, CAP_THEN_PICK)
     assert caught.value.violation.prop == RETRY_CAP, caught.value
     assert "job1 claimed 2 times" in caught.value.violation.message
 
@@ -84,7 +73,7 @@ def test_now_stands_still_through_a_transaction_the_harness_pauses(
 ) -> None:
     """A queue that raises if two `now()` reads of one transaction differ is paused inside
     its claim, heartbeat and completion while the clock moves: it never raises."""
-    story = _replay(q.NowTwice(), reference_pool, PAUSED_IN_EVERY_CALL)
+    story = replayed(q.NowTwice(), reference_pool, PAUSED_IN_EVERY_CALL)
     paused = [line for line in story if "paused after statement" in line]
     assert len(paused) == 3, story
     assert not any("raised" in line for line in story), story
@@ -149,7 +138,7 @@ def test_a_heartbeat_refused_while_its_completion_is_in_flight_waits_for_it(
 ) -> None:
     """The refusal is no owner-progress violation: the completion in flight had committed,
     as its answer then says; which came first cannot be told, and the story says so."""
-    story = _replay(q.NotifiesAfter(), reference_pool, steps)
+    story = replayed(q.NotifiesAfter(), reference_pool, steps)
     said = [line for line in story if "not judged" in line]
     assert any("in flight then was accepted" in line for line in said), story
 
@@ -170,7 +159,7 @@ def test_a_release_whose_answer_was_lost_may_have_given_the_job_back(
 ) -> None:
     """Neither the heartbeat refused while the failure report was in flight nor the next
     claim of job1 within w0's lease is judged: the report may have committed (it did)."""
-    story = _replay(q.NotifiesAfter(), reference_pool, LOST_RELEASE)
+    story = replayed(q.NotifiesAfter(), reference_pool, LOST_RELEASE)
     said = [line for line in story if "not judged" in line]
     assert any("in flight then lost its answer" in line for line in said), story
     assert any("job1#2 was granted" in line and "lost its answer" in line for line in said), story
@@ -191,7 +180,7 @@ def test_a_heartbeat_from_the_stored_end_is_judged(reference_pool: actors.Pool) 
     """The clock probe lets it through, and its bug is judged: renewed from its old end, a
     lease that ran out long ago is still out, and w1 takes the job w0 was told it holds."""
     with pytest.raises(PropertyViolated) as caught:
-        _replay(q.FromStoredEnd(), reference_pool, RENEWED_INTO_THE_PAST)
+        replayed(q.FromStoredEnd(), reference_pool, RENEWED_INTO_THE_PAST)
     assert caught.value.violation.prop == EXCLUSIVE_LEASE, caught.value
     # to the microsecond: the heartbeat at 70.000001 s told w0 its lease ran to 100.000001 s
     said = "w1:job1#2 was granted at t=70.000001s while w0:job1#1 held a lease until t=100.000001s"
@@ -217,7 +206,7 @@ def test_a_lease_written_in_a_held_transaction_counts_from_its_start(
 ) -> None:
     """The lease a claim writes inside a transaction begun earlier ends a lease after the
     transaction's start, as its `now()` says: w1's claim at t=40s takes an expired lease."""
-    story = _replay(ReferenceQueue(), reference_pool, LEASE_FROM_A_HELD_TRANSACTION)
+    story = replayed(ReferenceQueue(), reference_pool, LEASE_FROM_A_HELD_TRANSACTION)
     assert any("w1 claims job1" in line for line in story), story
 
 

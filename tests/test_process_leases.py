@@ -24,8 +24,7 @@ from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.moves import Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import EXCLUSIVE_LEASE, PropertyViolated
-from leasecheck.stateful.story import replay
-from tests.fixtures import derandomized
+from tests.fixtures import derandomized, replayed
 
 BEAT_ALL = """
 update jobs
@@ -80,17 +79,8 @@ PROGRAM = [
 ]
 
 
-def _replay(queue: contract.Queue, pool: actors.Pool) -> list[str]:
-    harness = Harness(queue=queue, pool=pool)
-    harness.reset()
-    story: list[str] = []
-    done = replay.replay(harness, PROGRAM, say=story.append)
-    assert done.skipped == [], done.skipped
-    return story
-
-
 def test_a_beat_renews_every_lease_of_its_worker(reference_pool: actors.Pool) -> None:
-    story = _replay(WorkerLeases(), reference_pool)
+    story = replayed(WorkerLeases(), reference_pool, PROGRAM)
     assert any("w1 claim: nothing" in line for line in story), story
 
 
@@ -98,7 +88,7 @@ def test_a_declared_worker_lease_that_renews_one_claim_breaks_exclusive_lease(
     reference_pool: actors.Pool,
 ) -> None:
     with pytest.raises(PropertyViolated) as caught:
-        _replay(ClaimLeasesDeclaredWorker(), reference_pool)
+        replayed(ClaimLeasesDeclaredWorker(), reference_pool, PROGRAM)
     assert caught.value.violation.prop == EXCLUSIVE_LEASE
     assert "w1:job1#2 was granted at t=41.000001s while w0:job1#1 held a lease until t=41" in str(
         caught.value

@@ -130,7 +130,8 @@ class Proxy:
         (a long run opens an endpoint per connection, and drops each with its connection)."""
         with self._hub.cond:
             endpoint = self._endpoints.pop(name, None)
-        if endpoint is not None:
+            closed = self._hub.closed
+        if endpoint is not None and not closed:  # a closed proxy listens no more
             self._call(self._drop(endpoint), timeout)
 
     async def _drop(self, endpoint: Endpoint) -> None:
