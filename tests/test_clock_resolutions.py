@@ -22,7 +22,7 @@ from leasecheck.stateful.contract import Claim
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.driver import Driver
 from leasecheck.stateful.machine import Harness
-from leasecheck.stateful.moves import TIMES, Take
+from leasecheck.stateful.moves import NEAR_END, TIMES, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.story import replay
 from leasecheck.stateful.units import LEASE, MILLISECOND, ROUNDED, SECOND, stamp
@@ -169,7 +169,7 @@ def test_each_move_lands_where_it_says(reference_pool: actors.Pool) -> None:
         "past-lease-end-s": end + SECOND,
         "past-lease-end-2s": end + ROUNDED,
     }
-    assert set(want) == set(Driver.NEAR_END) and set(want) <= set(TIMES)
+    assert set(want) == set(NEAR_END) and set(want) <= set(TIMES)
     for to, at in want.items():
         harness.reset()
         d = Driver(harness)

@@ -23,7 +23,7 @@ from leasecheck.stateful.exhaustive import audit, state
 from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.exhaustive.search import explore, run_program
 from leasecheck.stateful.harness import Harness
-from leasecheck.stateful.moves import Stall, Take
+from leasecheck.stateful.moves import TIMES, Stall, Take
 from leasecheck.stateful.program import Step
 from leasecheck.stateful.properties import NO_HIDDEN_CLAIMS
 
@@ -132,6 +132,23 @@ def test_with_one_worker_a_stall_with_a_rival_is_the_lone_stall(
         ]
         reached.append(run_program(harness, steps, scope))
     assert reached[0] == reached[1]
+
+
+def test_clock_moves_to_one_instant_are_offered_once(reference_pool: actors.Pool) -> None:
+    """With no lease ending ahead, eight of the clock's moves land one second on: the
+    explorer offers the first, and each it leaves out must reach the very state and offer
+    the same moves, or "no violation in scope" would skip programs it never ran."""
+    harness = Harness(queue=ReferenceQueue(), pool=reference_pool)
+    scope = Scope(workers=1, jobs=1, moves=2, preemptions=0)
+    _, offered = run_program(harness, scope.start(), scope)
+    clock = [s.args["to"] for s in offered if s.rule == "time_passes"]
+    assert clock == ["lease-end", "beat"]
+    left_out = [t for t in TIMES if t not in clock and t != "beat"]
+    reached = [
+        run_program(harness, [*scope.start(), Step("time_passes", {"to": t})], scope)
+        for t in ["lease-end", *left_out]
+    ]
+    assert len(left_out) == 8 and all(r == reached[0] for r in reached)
 
 
 def test_one_program_run_twice_reaches_one_state(reference_pool: actors.Pool) -> None:

@@ -15,7 +15,10 @@ shrinking toward it also shortens the counterexample.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from leasecheck.stateful.units import BEAT, MILLISECOND, ROUNDED, SECOND
 
 WAKE_UP = ("complete", "fail", "heartbeat", "nothing", "batch")
 """What a worker that wakes does first with the job it was working on (simplest first);
@@ -74,8 +77,50 @@ TIMES = (
     "past-lease-end-s",
     "past-lease-end-2s",
 )
-"""Where `time_passes` may move the clock (`Driver.NEAR_END`, a heartbeat interval, a
+"""Where `time_passes` may move the clock (`NEAR_END`, a heartbeat interval, a
 second). Hypothesis shrinks a `sampled_from` toward its first entries, so the microsecond
 moves stay first, in the order they always had, and the moves at the resolutions queues
 store (milliseconds, whole seconds) come after them: a counterexample that needs no
 coarse move still shrinks to the moves it always did."""
+
+NEAR_END = {
+    "before-lease-end": -1,
+    "lease-end": 0,
+    "past-lease-end": 1,
+    "before-lease-end-ms": -MILLISECOND,
+    "past-lease-end-ms": MILLISECOND,
+    "before-lease-end-s": -SECOND,
+    "past-lease-end-s": SECOND,
+    "past-lease-end-2s": ROUNDED,
+}
+"""Where a move to the next lease end lands, by how far off it: a microsecond before it,
+on it, a microsecond after it (the first three, the oldest names); then the same at the
+resolutions queues store, a millisecond and a second before and after it, and 2 s after
+it (`units.ROUNDED`), past any whole-second rounding of the end and of now.
+
+A queue that keeps epoch milliseconds or whole seconds rounds a lease end up to its own
+boundary: a microsecond past the true end is still inside its lease, so without these
+the expired lease it should hand out again, or the claim at the attempt cap that
+follows, never comes up for it."""
+
+FARTHEST = max(NEAR_END.values())
+"""How long ago a lease end a move may land past ended (`landing`)."""
+
+
+def landing(to: str, now: int, ends: Sequence[int]) -> tuple[int, str]:
+    """Return where `time_passes(to)` moves the clock from `now`, and why there, given
+    the ends of the leases still held (in order, none more than `FARTHEST` ago).
+
+    A coarse move past an end also reaches one that ended less than its offset ago (still
+    inside its lease, for a queue that rounded it up); the three microsecond moves look
+    only ahead, as saved programs replayed them. With no lease ending ahead, the clock
+    moves on by a second (a heartbeat interval for `beat`). Two moves that land on one
+    instant are one move: the explorer offers the first."""
+    offset = NEAR_END.get(to, 0)
+    since = now - offset if offset > 1 else now
+    ahead = [e for e in ends if e > since and e + offset > now]
+    if to in NEAR_END and ahead:
+        return ahead[0] + offset, to
+    if to in NEAR_END:
+        return now + SECOND, f"{to}: no lease ends ahead, so 1 s"
+    return now + (BEAT if to == "beat" else SECOND), to

@@ -22,8 +22,8 @@ from leasecheck.stateful.engine.priorities import Priorities
 from leasecheck.stateful.engine.run import Run
 from leasecheck.stateful.engine.timeouts import FAULTS
 from leasecheck.stateful.engine.workers import Worker
-from leasecheck.stateful.moves import Stall, Take
-from leasecheck.stateful.units import BEAT, LEASE, MILLISECOND, ROUNDED, SECOND
+from leasecheck.stateful.moves import FARTHEST, Stall, Take, landing
+from leasecheck.stateful.units import BEAT, LEASE
 
 
 class Driver:
@@ -254,51 +254,24 @@ class Driver:
                 self.calls.advance(ends[0] + 1)
             self.calls.maintain()
 
-    NEAR_END = {
-        "before-lease-end": -1,
-        "lease-end": 0,
-        "past-lease-end": 1,
-        "before-lease-end-ms": -MILLISECOND,
-        "past-lease-end-ms": MILLISECOND,
-        "before-lease-end-s": -SECOND,
-        "past-lease-end-s": SECOND,
-        "past-lease-end-2s": ROUNDED,
-    }
-    """Where a move to the next lease end lands, by how far off it: a microsecond before
-    it, on it, a microsecond after it (the first three, the oldest names); then the same
-    at the resolutions queues store, a millisecond and a second before and after it, and
-    2 s after it (`units.ROUNDED`), past any whole-second rounding of the end and of now.
-
-    A queue that keeps epoch milliseconds or whole seconds rounds a lease end up to its
-    own boundary: a microsecond past the true end is still inside its lease, so without
-    these the expired lease it should hand out again, or the claim at the attempt cap
-    that follows, never comes up for it."""
-
     def time_passes(self, to: str) -> None:
         """Let time pass; running workers' heartbeats fire on schedule meanwhile.
 
         Next to a lease end the clock lands a microsecond, a millisecond or a second
-        before it, on it, or after it (`NEAR_END`): a queue that counts a lease as run
+        before it, on it, or after it (`moves.NEAR_END`): a queue that counts a lease as run
         out early (or late), at the resolution it stores, shows it only there, as every
         other move lands on whole seconds from a claim. With no lease ending ahead, the
         clock moves on by a second."""
         with self.core.step():
-            offset = self.NEAR_END.get(to, 0)
-            # A coarse move past an end also reaches one that ended less than its offset
-            # ago (still inside its lease, for a queue that rounded it up); the three
-            # microsecond moves look only ahead, as saved programs replayed them.
-            since = self.core.now - offset if offset > 1 else self.core.now
-            ends = [e for e in self.core.lease_ends(after=since) if e + offset > self.core.now]
-            why = to
-            if to in self.NEAR_END and ends:
-                target = ends[0] + self.NEAR_END[to]
-            else:
-                target = self.core.now + (BEAT if to == "beat" else SECOND)
-                if to in self.NEAR_END:
-                    why = f"{to}: no lease ends ahead, so 1 s"
+            target, why = self.clock_target(to)
             self.core.history.add(self.core.now, "clock", "advance", "event", value=seconds(target))
             self.core.say(f"t={seconds(self.core.now)} clock advances to {seconds(target)} ({why})")
             self.calls.advance(target)
+
+    def clock_target(self, to: str) -> tuple[int, str]:
+        """Return the instant `time_passes(to)` moves the clock to now, and why there."""
+        core = self.core
+        return landing(to, core.now, core.lease_ends(after=core.now - FARTHEST))
 
     def open_transaction(self, pick: int, level: str | None = None) -> None:
         """Open a transaction the worker's next calls run inside, held across steps (at
