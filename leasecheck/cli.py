@@ -378,7 +378,8 @@ def _replay(args: argparse.Namespace) -> int:
     try:
         with janitor.temporary(server.dsn, "replay") as dsn:
             clock.prepare(dsn, queue)
-            harness = Harness(queue=queue, pool=actors.Pool(dsn), spec=spec, excused=saved.excused)
+            pool = actors.Pool(dsn, clients=contract.clients(queue))
+            harness = Harness(queue=queue, pool=pool, spec=spec, excused=saved.excused)
             return _run(harness, saved, args.leasecheck_dir)
     finally:
         server.stop()

@@ -186,7 +186,7 @@ def command(args: Any) -> int:
         def make() -> Iterator[Harness]:
             with janitor.temporary(server.dsn, "explore") as dsn:
                 clock.prepare(dsn, queue)
-                pool = actors.Pool(dsn)
+                pool = actors.Pool(dsn, clients=contract.clients(queue))
                 try:
                     yield Harness(queue=queue, pool=pool, spec=args.queue, isolation=args.isolation)
                 finally:

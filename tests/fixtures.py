@@ -37,7 +37,7 @@ def pool_on_own_database(server_dsn: str, label: str, queue: Queue) -> Iterator[
     schema installed; close it and drop the database after."""
     with janitor.temporary(server_dsn, label) as dsn:
         clock.prepare(dsn, queue)
-        pool = actors.Pool(dsn)
+        pool = actors.Pool(dsn, clients=contract.clients(queue))
         try:
             yield pool
         finally:

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from leasecheck.stateful.engine import actors, sending
+from leasecheck.stateful.engine import actors, ending, sending
 
 LOCK = "select pg_advisory_lock(4242)"
 XACT_LOCK = "select pg_advisory_xact_lock(4242)"
@@ -191,4 +191,4 @@ def test_a_rollback_on_a_backend_the_harness_ended_is_not_reported(
     pool.release(b)
     with psycopg.connect(pool.dsn) as own:
         record = logging.LogRecord("psycopg", logging.WARNING, "", 0, "%s: %s", (own, "x"), None)
-        assert actors._QUIET.filter(record)
+        assert ending._QUIET.filter(record)

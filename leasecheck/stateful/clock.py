@@ -70,12 +70,15 @@ def use_simulated_time(conn: Connection[Any]) -> None:
     conn.execute(sql.SQL("set search_path = {}").format(sql.SQL(", ").join(schemas)))
 
 
+OPTIONS = "-c search_path=" + SEARCH_PATH.replace(" ", "")
+"""The connection options under which `now()` is simulated time (a DSN's `options`)."""
+
+
 def connect(
     dsn: str, cls: type[Connection[Any]] = psycopg.Connection, **kwargs: Any
 ) -> Connection[Any]:
     """Return an autocommit connection (of class `cls`) whose `now()` is simulated time."""
-    options = "-c search_path=" + SEARCH_PATH.replace(" ", "")
-    return cls.connect(dsn, autocommit=True, options=options, **kwargs)
+    return cls.connect(dsn, autocommit=True, options=OPTIONS, **kwargs)
 
 
 def advance(conn: Connection[Any], delta: timedelta) -> None:

@@ -4,6 +4,11 @@ The harness owns every connection; an implementation runs its SQL on the
 connection it is given, changes transactions only through `with conn.transaction():`
 and keeps no state between calls except in the database. Optional members declare
 capabilities; the suite skips the properties that need a missing one and names it.
+
+A queue whose library opens its own connections (a pool, an engine, a client in
+another driver) declares `connect(name, dsn)` instead (`Clients`): each simulated worker
+gets a DSN of its own through the harness's stepping proxy, and the worker's calls get
+the client `connect` returned in place of a connection.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import inspect
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from psycopg import Connection
 
@@ -109,6 +114,51 @@ class Queue(Protocol):
         the attempt."""
 
 
+@runtime_checkable
+class Clients(Protocol):
+    """What a queue that opens its own connections adds to `Queue`.
+
+    `connect(name, dsn)` opens the library's client (its pool, engine or connection) for
+    one of the harness's sessions: a worker (`w1`), its heartbeat (`w1/beat`) or the
+    recovery sweep (`sweeper`). Every connection the client opens on `dsn`, now or later,
+    in any thread, is that session's: the harness pauses it between round trips,
+    terminates it in a crash and watches its lock waits, through a stepping proxy
+    (`leasecheck.proxy`) that `dsn` points at. `claim`, `heartbeat`, `complete`, `fail`
+    and `maintain` then get that client where they would get a connection; `install`,
+    `reset`, `enqueue`, `state` and `advance_clock` still get the harness's own
+    connection. `disconnect(client)` closes it when its session ends for good (a crash,
+    a cut, the end of a run); its connections may be dead by then. A healthy client is
+    kept for a later example, under another session's name, as the harness keeps its
+    own connections: `name` is for the library's logs, and the worker a call is for is
+    its `worker` argument, as always. Nothing cleans its sessions between examples, so,
+    as every queue here, it keeps no state between calls but in the database.
+
+    Such a queue's calls run on connections the harness cannot open a transaction on,
+    so it declares neither `held_transactions` nor `transactional_effects` (both False),
+    and the lock-timeout fault (`time_out`, a setting on the harness's session) is not
+    played. Its connections must be quiet between calls: a poller or listener that
+    sends on its own, between the harness's steps, would make a run depend on timing.
+    """
+
+    def connect(self, name: str, dsn: str) -> Any:
+        """Open the library's client for the session `name` on `dsn`."""
+
+    def disconnect(self, client: Any) -> None:
+        """Close a client `connect` returned."""
+
+
+def clients(queue: object) -> Clients | None:
+    """Return `queue` as `Clients` when it opens its own connections, else None."""
+    if getattr(queue, "connect", None) is None:
+        return None
+    if not callable(getattr(queue, "disconnect", None)):
+        raise ContractError(
+            f"{getattr(queue, 'name', queue)}: it has connect() but no disconnect(client); "
+            "add one that closes the client connect() returned"
+        )
+    return cast(Clients, queue)
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What an implementation declares beyond the required members.
@@ -153,6 +203,9 @@ class Capabilities:
       cap counts failures (exceptions), not deliveries: a claim lost to a crash or an
       expired lease does not count, and `max_attempts` may be None (no cap on claims).
       Both may be set (a cap on deliveries, and a failure that is final: 1).
+    - `connects`: not declared but read off the queue: it has `connect(name, dsn)` and
+      `disconnect(client)` (`Clients`), so it opens its own connections, and its calls
+      get its client where they would get a connection.
     """
 
     ordered_tokens: bool
@@ -170,6 +223,7 @@ class Capabilities:
     claim_many: Callable[[Connection[Any], str, timedelta, int], list[Any]] | None = None
     complete_many: Callable[[Connection[Any], list[Any], BatchEffect], list[bool]] | None = None
     max_failures: int | None = None
+    connects: bool = False
 
 
 RENEWS = ("claim", "worker")
@@ -181,7 +235,17 @@ CALLS = ("claim", "heartbeat", "complete", "fail")
 
 def capabilities(queue: Queue) -> Capabilities:
     """Return what `queue` declares, with the defaults for what it leaves out."""
-    held = bool(getattr(queue, "held_transactions", True))
+    connects = clients(queue) is not None
+    if connects:
+        said = [n for n in ("held_transactions", "transactional_effects", "held_calls")
+                if getattr(queue, n, None)]  # fmt: skip
+        if said:
+            raise ContractError(
+                f"{queue.name}: it opens its own connections (connect) and declares "
+                f"{', '.join(said)}; the harness cannot hold a transaction open on them: "
+                "declare held_transactions = False and transactional_effects = False"
+            )
+    held = bool(getattr(queue, "held_transactions", not connects))
     named = getattr(queue, "held_calls", None)
     held_calls = frozenset(CALLS if held else ()) if named is None else frozenset(named)
     max_failures = getattr(queue, "max_failures", None)
@@ -212,7 +276,7 @@ def capabilities(queue: Queue) -> Capabilities:
         state=getattr(queue, "state", None),
         maintain=getattr(queue, "maintain", None),
         revokes_expired=bool(getattr(queue, "revokes_expired", False)),
-        transactional_effects=bool(getattr(queue, "transactional_effects", True)),
+        transactional_effects=bool(getattr(queue, "transactional_effects", not connects)),
         heartbeat_answers=bool(getattr(queue, "heartbeat_answers", True)),
         heartbeat_renews=renews,
         held_calls=held_calls,
@@ -220,6 +284,7 @@ def capabilities(queue: Queue) -> Capabilities:
         claim_many=getattr(queue, "claim_many", None),
         complete_many=getattr(queue, "complete_many", None),
         max_failures=max_failures,
+        connects=connects,
     )
 
 
@@ -272,6 +337,11 @@ def not_checked(queue: Queue) -> list[str]:
         gaps.append(
             f"held-transactions: {queue.name} runs {outside} only outside a transaction the "
             "harness holds open; races of those calls inside one are not explored"
+        )
+    if caps.connects:
+        gaps.append(
+            f"lock-timeouts: {queue.name} opens its own connections; the harness cannot set "
+            "lock_timeout on them, so calls ended by a lock timeout are not explored"
         )
     if not caps.held_transactions:
         gaps.append(

@@ -273,7 +273,11 @@ def leasecheck_harness(
         not_after_a_contract_error(pytestconfig)
     named = undertest.queue_spec(pytestconfig)
     deadline = float(pytestconfig.getoption("--leasecheck-call-deadline"))
-    pool = actors.Pool(leasecheck_installed_dsn, deadline=deadline)
+    pool = actors.Pool(
+        leasecheck_installed_dsn,
+        deadline=deadline,
+        clients=contract.clients(leasecheck_queue),
+    )
     harness = _Harness(
         queue=leasecheck_queue,
         pool=pool,

@@ -12,12 +12,9 @@ properties.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
-import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -26,10 +23,15 @@ from typing import Any
 
 import psycopg
 from psycopg import Connection
+from psycopg.conninfo import make_conninfo
 
-from leasecheck.proxy import Endpoint, Proxy
+from leasecheck.proxy import Endpoint, Proxy, ProxyError
 from leasecheck.stateful import clock
 from leasecheck.stateful.clock import QUERIES
+from leasecheck.stateful.contract import Clients
+from leasecheck.stateful.engine.ending import CallHung as CallHung
+from leasecheck.stateful.engine.ending import Stuck as Stuck
+from leasecheck.stateful.engine.ending import ending, hung, quiet_psycopg, raise_in
 from leasecheck.stateful.engine.gates import CallGate, GatedConnection
 
 SAFETY_TIMEOUT = 30.0
@@ -44,72 +46,6 @@ FIRST_LOOK = 0.0002
 
 _ENDPOINTS = itertools.count(1)
 """Names the proxy's endpoints, one per session opened through it."""
-
-_ENDED: dict[int, weakref.ref[Connection[Any]]] = {}
-"""Connections whose backend the harness ended (a crash, a cut, a call past its
-deadline), by id. Plain references, with no callback: a WeakSet's callback would be one
-more place where an interrupt is dropped."""
-
-
-class _QuietAboutTheEnded(logging.Filter):
-    """Drop psycopg's "error ignored in rollback" warning when the connection is one the
-    harness ended: the library's `with conn.transaction()` block tries to roll back on a
-    backend a crash terminated. The harness caused it and the story says so; printed, it
-    read as a fault in the queue (and, from `explore`, as the only output for minutes)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        about = record.args[0] if isinstance(record.args, tuple) and record.args else None
-        conn = getattr(about, "connection", about)  # a Transaction names its connection
-        ended = _ENDED.get(id(conn))
-        return ended is None or ended() is not conn
-
-
-_QUIET = _QuietAboutTheEnded()
-
-
-def _quiet_psycopg() -> None:
-    """Filter psycopg's loggers (once) for warnings about connections the harness ended."""
-    for name in ("psycopg", "psycopg.transaction"):
-        logger = logging.getLogger(name)
-        if _QUIET not in logger.filters:
-            logger.addFilter(_QUIET)
-
-
-def _ending(session: Session) -> None:
-    """Note that the harness is about to end the session's backend: before the command
-    goes, since the library's thread may meet the termination (and psycopg warn) before
-    the harness hears that it is done."""
-    if len(_ENDED) > 1000:  # forget the connections gone since
-        for key in [k for k, ref in _ENDED.items() if ref() is None]:
-            del _ENDED[key]
-    _ENDED[id(session.conn)] = weakref.ref(session.conn)
-
-
-class Stuck(RuntimeError):
-    """A call neither finished nor waited on a lock within the safety timeout."""
-
-
-class CallHung(BaseException):
-    """A queue's call went on past its deadline after its statement was cancelled: a
-    library that retries or reconnects forever. Raised inside the call's thread to end
-    it, then out of the run, which gives no verdict. A BaseException, so that neither
-    the library's `except Exception` nor Hypothesis's search takes it for an answer."""
-
-
-def _raise_in(thread: int) -> None:
-    """Raise CallHung in the thread `thread` at its next Python instruction."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(CallHung))
-
-
-def hung(session: Session, deadline: float) -> str:
-    """Return what a hung call's run says: the call, the worker, what to check."""
-    what, about = session.what
-    call = f"{what} of {about}" if what and about else what or "call"
-    return (
-        f"{session.label}'s {call} did not return within {deadline:g} s and went on after its "
-        "statement was cancelled: does the queue (or its library) retry or reconnect forever? "
-        "Let its calls raise on a broken connection (or set --leasecheck-call-deadline)"
-    )
 
 
 @dataclass
@@ -136,6 +72,28 @@ class Session:
     wait of it is never held still, `settle` waits until PostgreSQL ends it."""
     thread: int | None = None
     """The thread its call in flight runs on (its executor's, or the machine's)."""
+    client: Any = None
+    """The queue's own client, when the queue opens its connections (`contract.Clients`):
+    its calls get it in place of `conn`, and every connection it opens on `endpoint` is
+    this session's. `conn` is then the harness's own, for nothing but the harness."""
+
+    @property
+    def target(self) -> Any:
+        """What the session's calls run on: the queue's client, or the connection."""
+        return self.conn if self.client is None else self.client
+
+    def _clients_sessions(self) -> list[Any]:
+        """The proxy's sessions of the queue's client (none for a harness session)."""
+        if self.client is None or self.endpoint is None:
+            return []
+        return self.endpoint.sessions()
+
+    @property
+    def pids(self) -> set[int]:
+        """Every backend the session's calls may run on: its connection's, and those of
+        each connection the queue's client has open."""
+        pids = {p for s in self._clients_sessions() if (p := s.backend_pid) is not None}
+        return pids if self.conn.closed else pids | {self.pid}
 
     @property
     def parked(self) -> bool:
@@ -148,7 +106,8 @@ class Session:
 
     @property
     def in_transaction(self) -> bool:
-        return self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        idle = self.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        return not idle or any(s.in_transaction for s in self._clients_sessions())
 
     @property
     def broken(self) -> bool:
@@ -193,11 +152,19 @@ class Pool:
     sends one (the same points for a psycopg client, which a test holds equal)."""
     _endpoints: dict[int, Endpoint] = field(default_factory=dict)
     """The endpoint of each connection opened through the proxy, by the connection's id."""
+    clients: Clients | None = None
+    """A queue that opens its own connections: each session is then one of its clients,
+    on an endpoint of its own of `proxy` (the pool starts one, and closes it, if none is
+    given); the harness's connections go straight to the server."""
+    _own_proxy: bool = False
 
     def __post_init__(self) -> None:
-        _quiet_psycopg()
+        quiet_psycopg()
         self.monitor = clock.connect(self.dsn)
         self._opener = ThreadPoolExecutor(1, thread_name_prefix="leasecheck-opener")
+        if self.clients is not None and self.proxy is None:
+            self.proxy = Proxy(self.dsn).start()
+            self._own_proxy = True
 
     def run_inline(self, session: Session, call: Callable[[Connection[Any]], Any]) -> Future[Any]:
         """Run `call(conn)` on this thread; return it as a finished future.
@@ -215,21 +182,21 @@ class Pool:
         session.thread = threading.get_ident()
         self._inline = (session, time.monotonic() + self.deadline)
         try:
-            future.set_result(call(session.conn))
+            future.set_result(call(session.target))
         except Exception as exc:
             future.set_exception(exc)
         except CallHung:
             with contextlib.suppress(psycopg.Error, Stuck):  # its backend may still be busy
                 self.terminate(session)
             session.terminated = True  # wherever the library was, its connection is done
-            raise CallHung(hung(session, self.deadline)) from None
+            raise CallHung(hung(session.label, session.what, self.deadline)) from None
         finally:
             with self._guard:
                 self._inline = None
                 fired, self._fired = self._fired is session, None
                 ended, self._hung = self._hung is session, None
         if ended:  # raised as the call returned: it ran past its deadline all the same
-            raise CallHung(hung(session, self.deadline))
+            raise CallHung(hung(session.label, session.what, self.deadline))
         if fired:
             raise Stuck(
                 f"{session.label}'s call neither finished nor waited on a held transaction "
@@ -248,17 +215,24 @@ class Pool:
                 session = running[0]
                 if self._fired is not session:
                     self._fired = session
-                    with contextlib.suppress(psycopg.Error):  # a dead backend runs nothing
-                        session.conn.cancel_safe()
+                    self._cancel_quietly(session)
                 elif time.monotonic() > running[1] + GRACE and self._hung is not session:
                     self._hung = session
                     if session.thread is not None:
-                        _raise_in(session.thread)
-                    with contextlib.suppress(psycopg.Error):  # back to Python, where it lands
-                        session.conn.cancel_safe()
+                        raise_in(session.thread)
+                    self._cancel_quietly(session)  # back to Python, where it lands
+
+    def _cancel_quietly(self, session: Session) -> None:
+        """Cancel what the session's backends run, if they still run (on any thread)."""
+        with contextlib.suppress(psycopg.Error):  # a dead backend runs nothing
+            if session.client is None:
+                session.conn.cancel_safe()
+            else:  # the monitor is the machine's: a connection of its own, on this thread
+                with clock.connect(self.dsn) as conn:
+                    conn.execute(_CANCEL, (sorted(session.pids),))
 
     def _connect(self) -> Connection[Any]:
-        if self.proxy is None:
+        if self.proxy is None or self.clients is not None:
             conn = clock.connect(self.dsn, GatedConnection)
         else:
             endpoint = self.proxy.endpoint(f"session-{next(_ENDPOINTS)}")
@@ -284,7 +258,8 @@ class Pool:
         return conn if conn is not None else self._connect()
 
     def open(self, label: str) -> Session:
-        """Return a clean, idle session (reused when one is free)."""
+        """Return a clean, idle session (reused when one is free: a queue's client too,
+        with the connections it keeps open)."""
         if self._free:
             session = self._free.pop()
             session.label = label
@@ -293,6 +268,8 @@ class Pool:
             session.gate = None  # the last example's, if its last call was gated
             if session.endpoint is not None:
                 session.endpoint.stepped = False
+        elif self.clients is not None:
+            session = self._open_client(label)
         else:
             self._count += 1
             executor = ThreadPoolExecutor(1, thread_name_prefix=f"leasecheck-{self._count}")
@@ -302,23 +279,82 @@ class Pool:
         self._out.append(session)
         return session
 
+    def _open_client(self, label: str) -> Session:
+        """Return a session for a client of the queue's, on an endpoint of the proxy of
+        its own; the client is opened when the session's first call goes (`ready`)."""
+        assert self.clients is not None and self.proxy is not None
+        self._count += 1
+        executor = ThreadPoolExecutor(1, thread_name_prefix=f"leasecheck-{self._count}")
+        endpoint = self.proxy.endpoint(f"client-{next(_ENDPOINTS)}")
+        conn = self._spare()
+        return Session(label=label, conn=conn, executor=executor, endpoint=endpoint)
+
+    def ready(self, session: Session) -> None:
+        """Make the session ready for a call of the queue's: open its client, when the
+        queue opens its own connections and the session has none yet. Only then: a
+        worker's heartbeat session most examples never use would cost a connection."""
+        if self.clients is None or session.client is not None:
+            return
+        assert session.endpoint is not None
+        # now() is simulated time on its connections too, and where the harness may set
+        # it, PostgreSQL breaks no lock cycle by itself (`_DEADLOCK_TIMEOUT`)
+        options = clock.OPTIONS + (" -c deadlock_timeout=1h" if self._settings else "")
+        dsn = make_conninfo(session.endpoint.dsn(self.dsn), options=options)
+        session.client = self.clients.connect(session.endpoint.name, dsn)
+
+    def _all_closed(self, session: Session) -> bool:
+        """Wait until every connection of the session's endpoint closed, and forget them;
+        return False if one stays open (a library that keeps one past its close)."""
+        endpoint = session.endpoint
+        assert self.proxy is not None and endpoint is not None
+        try:
+            self.proxy.wait_until(
+                lambda: not endpoint.sessions(), GRACE, "its connections to close"
+            )
+        except ProxyError:
+            return False
+        endpoint.forget_closed()
+        return True
+
+    def _disconnect_client(self, session: Session) -> None:
+        """Close the session's client; its connections may be dead (no verdict)."""
+        if session.client is None or self.clients is None:
+            return
+        client, session.client = session.client, None
+        if session.endpoint is not None:
+            session.endpoint.stepped = False  # its goodbyes pass
+        with contextlib.suppress(Exception):
+            self.clients.disconnect(client)
+
     def release(self, session: Session) -> None:
         """Take a session back: broken ones are closed, healthy ones rolled back and kept."""
         self._out = [s for s in self._out if s is not session]
         if session.pending is not None and not session.pending.done():
             self.terminate(session)
+        if session.client is not None and not session.broken:
+            # A queue's client is never handed to another example: what its connections
+            # remember (psycopg prepares a statement at its fifth run, in a round trip of
+            # its own) would make a program's round trips depend on the examples before.
+            # The session (its endpoint, the harness's connection) is kept, and gets a
+            # new client when it is handed out again.
+            in_transaction = session.in_transaction
+            self._disconnect_client(session)
+            if in_transaction or not self._all_closed(session):
+                self.discard(session)
+                return
         if session.broken:
             self.discard(session)
             return
         if session.in_transaction:
             session.conn.rollback()
-        if session.used:
+        if session.used and session.client is None:
             clean(session.conn, self._settings)
         session.pending = None
         self._free.append(session)
 
     def discard(self, session: Session) -> None:
         """Close a session for good; a call of it that goes on regardless is ended."""
+        self._disconnect_client(session)
         session.conn.close()
         if session.endpoint is not None and self.proxy is not None:
             self.proxy.drop(session.endpoint.name)
@@ -326,23 +362,29 @@ class Pool:
         if pending is not None and not pending.done():
             wait_futures([pending], timeout=GRACE)
             if not pending.done() and session.thread is not None:
-                _raise_in(session.thread)
+                raise_in(session.thread)
                 wait_futures([pending], timeout=GRACE)
         session.executor.shutdown(wait=pending is None or pending.done())
 
     def terminate(self, session: Session) -> None:
-        """End the session's backend from the server side and wait until it is gone."""
+        """End the session's backends from the server side and wait until they are gone.
+
+        A queue's client dies as its process would: its endpoint is dropped first, so
+        it cannot reconnect, and nothing it sends from then on reaches the server."""
         if not session.broken:
-            pid = session.pid
-            _ending(session)
-            self.monitor.execute("select pg_terminate_backend(%s)", (pid,))
+            pids = sorted(session.pids)
+            ending(session.conn)
+            if session.client is not None and session.endpoint is not None:
+                assert self.proxy is not None
+                self.proxy.drop(session.endpoint.name)
+            self.monitor.execute(_TERMINATE, (pids,))
             # Locks go before the activity entry does, so once the pid is gone
             # from pg_stat_activity everything it held is released.
-            gone = "select not exists (select from pg_stat_activity where pid = %s)"
+            gone = "select not exists (select from pg_stat_activity where pid = any(%s))"
             deadline = time.monotonic() + self.deadline
-            while not self.monitor.execute(gone, (pid,)).fetchone()[0]:  # type: ignore[index]
+            while not self.monitor.execute(gone, (pids,)).fetchone()[0]:  # type: ignore[index]
                 if time.monotonic() > deadline:
-                    raise Stuck(f"backend {pid} ({session.label}) did not exit after termination")
+                    raise Stuck(f"backends {pids} ({session.label}) did not exit after termination")
         session.terminated = True
         if session.gate is not None:
             session.gate.open()  # a parked call goes on, into the dead connection
@@ -357,7 +399,7 @@ class Pool:
         """
         if session.gate is not None:
             session.gate.open()
-        self.monitor.execute("select pg_cancel_backend(%s)", (session.pid,))
+        self.monitor.execute(_CANCEL, (sorted(session.pids),))
         if session.pending is not None:
             wait_futures([session.pending], timeout=self.deadline)
             if not session.pending.done():
@@ -368,20 +410,20 @@ class Pool:
         on regardless (ended in its thread first), else return and let the caller say."""
         for session in sessions:
             with contextlib.suppress(psycopg.Error):
-                self.monitor.execute("select pg_cancel_backend(%s)", (session.pid,))
+                self.monitor.execute(_CANCEL, (sorted(session.pids),))
         pending = [s.pending for s in sessions if s.pending is not None]
         wait_futures(pending, timeout=GRACE)
         going = [s for s in sessions if s.pending is not None and not s.pending.done()]
         for session in going:
-            _ending(session)
+            ending(session.conn)
             if session.thread is not None:
-                _raise_in(session.thread)
+                raise_in(session.thread)
             with contextlib.suppress(psycopg.Error):  # back to Python, where it lands
-                self.monitor.execute("select pg_terminate_backend(%s)", (session.pid,))
+                self.monitor.execute(_TERMINATE, (sorted(session.pids),))
             session.terminated = True
         if going:
             wait_futures([s.pending for s in going if s.pending is not None], timeout=GRACE)
-            raise CallHung(hung(going[0], self.deadline))
+            raise CallHung(hung(going[0].label, going[0].what, self.deadline))
 
     def close(self) -> None:
         """Close every connection the pool holds, and end those it handed out and never
@@ -405,18 +447,23 @@ class Pool:
         self._endpoints.clear()
         self._closing.set()
         self.monitor.close()
+        if self._own_proxy and self.proxy is not None:
+            self.proxy.close()
 
     def last_statement(self, session: Session) -> str:
         """Return the statement the session's backend ran last, shortened for a story."""
+        pids = sorted(session.pids - {session.pid}) if session.client else [session.pid]
         row = self.monitor.execute(
-            "select query from pg_stat_activity where pid = %s", (session.pid,)
+            "select query from pg_stat_activity where pid = any(%s)"
+            " order by query_start desc nulls last limit 1",
+            (pids,),
         ).fetchone()
         text = " ".join(str(row[0]).split()) if row else "?"
         return text if len(text) <= 80 else f"{text[:77]}..."
 
     def blocked(self, sessions: list[Session]) -> dict[int, list[int]]:
-        """Return, for each of `sessions` waiting on a lock, the pids it waits for."""
-        pids = [s.pid for s in sessions if not s.terminated]
+        """Return, for each backend of `sessions` waiting on a lock, the pids it waits for."""
+        pids = sorted({p for s in sessions if not s.terminated for p in s.pids})
         if not pids:
             return {}
         rows = self.monitor.execute(
@@ -428,7 +475,7 @@ class Pool:
 
     def describe(self, sessions: list[Session]) -> str:
         """Return what the backends of `sessions` are doing, for error messages."""
-        pids = [s.pid for s in sessions if not s.broken]
+        pids = sorted({p for s in sessions if not s.broken for p in s.pids})
         rows = self.monitor.execute(
             "select pid, state, wait_event_type, wait_event, pg_blocking_pids(pid), query"
             " from pg_stat_activity where pid = any(%s)",
@@ -454,4 +501,6 @@ def clean(conn: Connection[Any], then: str = "") -> None:
 
 
 _DEADLOCK_TIMEOUT = "set deadlock_timeout = '1h'"
+_CANCEL = "select pg_cancel_backend(pid) from unnest(%s::int[]) as pid"
+_TERMINATE = "select pg_terminate_backend(pid) from unnest(%s::int[]) as pid"
 """The harness reports deadlocks itself (superusers only may set it)."""

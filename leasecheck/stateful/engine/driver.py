@@ -435,8 +435,10 @@ class Driver:
     def can_time_out(self) -> bool:
         # Only a lock held across steps can make a call wait: a transaction held open, or
         # a call paused or blocked in one. Without one, arming would time out nothing.
+        # The timeout is a setting on the harness's session, which a queue's own client
+        # does not run on (`contract.Clients`).
         holding = any(w.txn is not None or w.waiting is not None for w in self.core.actors())
-        return holding and bool(self.calls.timeouts.armable())
+        return holding and not self.core.caps.connects and bool(self.calls.timeouts.armable())
 
     def can_preempt(self) -> bool:
         return bool(self._preemptible())

@@ -40,6 +40,7 @@ def submit(
     call is parked before its round trip number `after + 1` (see `stateful.engine.gates`), so
     it runs on its own thread whatever could block it."""
     assert session.pending is None, f"{session.label} already has a call in flight"
+    pool.ready(session)
     session.invoked = next(_INVOCATIONS)
     session.used = True
     session.gate = None
@@ -78,7 +79,7 @@ def submit(
 def _tracked(session: Session, call: Callable[[Connection[Any]], Any]) -> Any:
     """Run `call` on the session's thread, noting the thread (what `CallHung` ends)."""
     session.thread = threading.get_ident()
-    return call(session.conn)
+    return call(session.target)
 
 
 def resume(session: Session) -> None:
@@ -148,15 +149,22 @@ def _held_still(
 ) -> bool:
     """Return whether every running call waits only on transactions held between steps."""
     holders = _holders(sessions)
-    stuck = {s.pid for s in running if s.pid in waits_for}
+    # What each running call waits for: the blockers of whichever of its backends waits
+    # (a queue's own client may have several; a call runs on one of them at a time).
+    waits = {
+        i: {b for p in s.pids & waits_for.keys() for b in waits_for[p]}
+        for i, s in enumerate(running)
+    }
+    stuck = {i for i, blockers in waits.items() if blockers}
     if len(stuck) < len(running):
         return False
     changed = True
     while changed:  # drop calls that wait on anything but holders or other stuck calls
         changed = False
-        for pid in list(stuck):
-            if not all(b in holders or b in stuck for b in waits_for[pid]):
-                stuck.discard(pid)
+        stuck_pids = {p for i in stuck for p in running[i].pids}
+        for i in list(stuck):
+            if not all(b in holders or b in stuck_pids for b in waits[i]):
+                stuck.discard(i)
                 changed = True
     return len(stuck) == len(running)
 
@@ -180,11 +188,12 @@ def _holders(sessions: list[Session]) -> set[int]:
     """Return the pids of sessions idle inside a transaction: held open between steps
     (by the harness, or by a call parked between its statements)."""
     return {
-        s.pid
+        pid
         for s in sessions
         if not s.terminated
         and (s.pending is None or s.pending.done() or s.parked)
         and s.in_transaction
+        for pid in s.pids
     }
 
 

@@ -19,7 +19,7 @@ def unconfirmed(harness: Harness, stories: dict[str, tuple[str, ...]] | None = N
     With `stories`, each confirmed replay's story (its lines, step by step) goes there."""
     gone = []
     for prop, failure in harness.recorder.last.items():
-        pool = actors.Pool(harness.pool.dsn)
+        pool = actors.Pool(harness.pool.dsn, clients=harness.pool.clients)
         fresh = Harness(queue=harness.queue, pool=pool, excused=harness.excused)
         story: list[str] = []
         try:

@@ -45,7 +45,7 @@ class Minimized:
 def minimize_all(harness: Harness, replays: int = REPLAYS) -> list[Minimized]:
     """Minimize every failure `harness` recorded, in place; return what changed for each."""
     done = []
-    pool = actors.Pool(harness.pool.dsn)
+    pool = actors.Pool(harness.pool.dsn, clients=harness.pool.clients)
     try:
         fresh = Harness(queue=harness.queue, pool=pool, excused=harness.excused)
         fresh.reset()

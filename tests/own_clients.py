@@ -1,0 +1,87 @@
+"""Queues that open their own connections (`contract.Clients`), as libraries do.
+
+`OwnClientQueue` is the reference queue run by a client of its own: each simulated
+worker's client opens its connection on the DSN the harness hands it, reconnects when
+it broke (as a pool refills), and runs the reference's SQL there. `TwoStepClaim` is
+that queue with a race inside one call: its claim reads a candidate in one statement
+and marks it in the next, so a second worker's whole claim can land between the two
+round trips, which only a pause on the wire between them shows.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import Connection
+
+from leasecheck.reference.queue import ReferenceQueue
+from leasecheck.stateful.contract import BatchEffect, Claim, Effect
+from leasecheck.stateful.sqlfile import load
+
+QUERIES = load(Path(__file__).with_name("own_clients.sql"))
+
+
+class Client:
+    """One worker's connection, opened by the library on the worker's DSN."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.conn = psycopg.connect(dsn, autocommit=True)
+
+    def connection(self) -> Connection[Any]:
+        """The open connection, or a new one if it broke (the harness cut it)."""
+        if self.conn.closed or self.conn.broken:
+            self.conn = psycopg.connect(self.dsn, autocommit=True)
+        return self.conn
+
+
+class OwnClientQueue(ReferenceQueue):
+    """The reference's SQL on connections the queue opens itself."""
+
+    name = "own-client"
+    held_transactions = False
+    transactional_effects = False
+
+    def connect(self, name: str, dsn: str) -> Client:
+        return Client(dsn)
+
+    def disconnect(self, client: Client) -> None:
+        client.conn.close()
+
+    def claim(self, client: Any, worker: str, lease: timedelta) -> Claim | None:
+        return super().claim(client.connection(), worker, lease)
+
+    def claim_many(self, client: Any, worker: str, lease: timedelta, n: int) -> list[Claim]:
+        return super().claim_many(client.connection(), worker, lease, n)
+
+    def complete_many(self, client: Any, claims: list[Claim], effect: BatchEffect) -> list[bool]:
+        return super().complete_many(client.connection(), claims, effect)
+
+    def heartbeat(self, client: Any, claim: Claim, lease: timedelta) -> bool:
+        return super().heartbeat(client.connection(), claim, lease)
+
+    def complete(self, client: Any, claim: Claim, effect: Effect) -> bool:
+        return super().complete(client.connection(), claim, effect)
+
+    def fail(self, client: Any, claim: Claim, error: str) -> bool:
+        return super().fail(client.connection(), claim, error)
+
+
+class TwoStepClaim(OwnClientQueue):
+    """Reads the job it will claim, then marks it, in two statements with no lock."""
+
+    name = "two-step-claim"
+
+    def claim(self, client: Any, worker: str, lease: timedelta) -> Claim | None:
+        conn = client.connection()
+        row = conn.execute(QUERIES["candidate"].text).fetchone()
+        if row is None:
+            return None
+        params = {"id": row[0], "worker": worker, "lease": lease}
+        taken = conn.execute(QUERIES["take"].text, params).fetchone()
+        if taken is None:
+            return None
+        return Claim(job_id=int(taken[0]), token=int(taken[1]), worker=worker)

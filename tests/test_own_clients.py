@@ -1,0 +1,103 @@
+"""A queue that opens its own connections (`contract.Clients`): each worker's client is
+handed a DSN of its own through the stepping proxy, and is paused, judged and crashed
+there as the harness's own sessions are.
+
+The race these tests hunt lies inside one call of the library's, between two of its
+round trips on a connection the harness never sees: `TwoStepClaim` reads a job in one
+statement and marks it in the next. Only a pause on the wire between the two shows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from leasecheck.stateful import contract
+from leasecheck.stateful.engine import actors
+from leasecheck.stateful.engine.driver import Driver
+from leasecheck.stateful.engine.literals import run_state_machine_as_test
+from leasecheck.stateful.exhaustive import layer
+from leasecheck.stateful.exhaustive.scope import Scope
+from leasecheck.stateful.exhaustive.search import explore
+from leasecheck.stateful.machine import Harness, LeaseMachine
+from leasecheck.stateful.moves import Take
+from leasecheck.stateful.properties import SINGLE_COMPLETION
+from tests.fixtures import derandomized, pool_on_own_database
+from tests.own_clients import OwnClientQueue, TwoStepClaim
+
+
+@pytest.fixture(scope="module")
+def pool(leasecheck_server_dsn: str, leasecheck_worker_label: str) -> Iterator[actors.Pool]:
+    label = f"{leasecheck_worker_label}_clients"
+    with pool_on_own_database(leasecheck_server_dsn, label, OwnClientQueue()) as pool:
+        yield pool
+
+
+THE_TAKEOVERS = 2
+"""The small scope of every property run where two workers take one job over."""
+
+
+def test_a_race_inside_one_call_dies_in_the_opening(pool: actors.Pool) -> None:
+    """The opening's small scope of the takeovers kills it, as it does under `ci`: a
+    claim paused on the wire after its read, the job completed meanwhile, then taken."""
+    scope, schedules = layer.SCOPES[THE_TAKEOVERS]
+    done = explore(Harness(queue=TwoStepClaim(), pool=pool), scope, None, schedules=schedules)
+    assert done.violation is not None, done.said(scope)
+    assert done.violation.violation.prop == SINGLE_COMPLETION
+    assert "preempt" in [s.rule for s in done.counterexample]
+    assert pool.proxy is not None and pool.proxy.errors == []
+
+
+def test_without_a_pause_inside_the_call_the_race_is_not_met(pool: actors.Pool) -> None:
+    """The teeth of the test above: the same moves with no preemption search whole and
+    find nothing, so it is the pause on the library's own connection that finds it."""
+    scope = Scope(2, 1, 3, 0, frozenset({"claim", "asleep", "complete", "fail"}))
+    done = explore(Harness(queue=TwoStepClaim(), pool=pool), scope, None, schedules=3000)
+    assert done.violation is None and done.complete, done.said(scope)
+
+
+def test_the_clean_client_keeps_the_contract(pool: actors.Pool) -> None:
+    harness = Harness(queue=OwnClientQueue(), pool=pool)
+    harness.reset()
+    run_state_machine_as_test(lambda: LeaseMachine(harness), settings=derandomized(15))
+
+
+def test_a_crash_ends_every_connection_of_the_client(pool: actors.Pool) -> None:
+    """A crashed worker's client is dead as its process would be: its backends are gone
+    and it cannot connect again (its endpoint was dropped)."""
+    harness = Harness(queue=OwnClientQueue(), pool=pool)
+    harness.reset()
+    d = Driver(harness)
+    try:
+        d.start(workers=1)
+        d.claim(how=Take(0, False))
+        w = d.core.workers[0]
+        client: Any = w.main.client
+        pids = w.main.pids - {w.main.pid}
+        assert client is not None and len(pids) == 1
+        d.crash(pick=0)
+        gone = "select count(*) from pg_stat_activity where pid = any(%s)"
+        assert pool.monitor.execute(gone, (sorted(pids),)).fetchone() == (0,)
+        with pytest.raises(psycopg.OperationalError):
+            client.connection().execute("select 1")
+    finally:
+        d.teardown()
+
+
+def test_a_connecting_queue_declares_no_held_transactions() -> None:
+    class Held(OwnClientQueue):
+        held_transactions = True
+
+    with pytest.raises(contract.ContractError, match="held_transactions = False"):
+        contract.capabilities(Held())
+
+
+def test_a_connecting_queue_has_a_disconnect() -> None:
+    class Leaky(OwnClientQueue):
+        disconnect = None  # type: ignore[assignment]
+
+    with pytest.raises(contract.ContractError, match="no disconnect"):
+        contract.clients(Leaky())
