@@ -258,8 +258,8 @@ class Pool:
         return conn if conn is not None else self._connect()
 
     def open(self, label: str) -> Session:
-        """Return a clean, idle session (reused when one is free: a queue's client too,
-        with the connections it keeps open)."""
+        """Return a clean, idle session (reused when one is free; a queue's client on it
+        is opened anew, at the session's first call: `ready`)."""
         if self._free:
             session = self._free.pop()
             session.label = label
