@@ -209,17 +209,27 @@ def _actor(w: Worker, now: int, calls: _Ranks) -> Hashable:
 def _session(s: Session | None) -> Hashable:
     """Return where a session's call is: none, running or blocked, or paused after so many
     round trips (what its open transaction holds is in the rows, or not yet committed).
-    The gate of a call that has returned is left out: the next call replaces it."""
+    The gate of a call that has returned is left out: the next call replaces it.
+
+    A queue's own client (`contract.Clients`) remembers what it ran: psycopg prepares a
+    statement at its fifth run, in a round trip of its own, so where a later pause lands
+    depends on that history. The count of its connections' round trips so far is taken in:
+    programs whose clients ran different numbers of round trips are kept apart. It is a
+    count, not the statements: two that ran as many but different ones still merge."""
     if s is None:
         return None
     running = s.pending is not None and not s.pending.done()
     gate = s.gate if running else None
+    history = None
+    if s.client is not None and s.endpoint is not None:
+        history = tuple(c.units_passed for c in s.endpoint.sessions())
     return (
         s.what if running else None,
         running,
         s.times_out,
         s.terminated,
         None if gate is None else (gate.after, gate.trips, gate.is_parked),
+        history,
     )
 
 
