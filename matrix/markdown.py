@@ -64,16 +64,20 @@ def render(data: dict[str, Any]) -> str:
         "",
     ]
     lines += [p for para in _runs_apart(data.get("columns_run_apart", {})) for p in (para, "")]
+    # Files written before columns recorded their client render as they were written.
+    clients = any("client" in impl for impl in impls)
+    head = ["implementation", "queue", *(["client"] if clients else []), "python", "versions"]
     lines += [
-        "| implementation | queue | python | versions | runs | wall time |",
-        "|---|---|---|---|---|---|",
+        "| " + " | ".join([*head, "runs", "wall time"]) + " |",
+        "|---" * (len(head) + 2) + "|",
     ]
     for impl in impls:
         versions = ", ".join(f"{k} {v}" for k, v in impl["versions"].items())
         env = " ".join(f"{k}={v}" for k, v in impl["env"].items())
         queue = f"`{impl['queue']}`" + (f" with `{env}`" if env else "")
+        client = f" {impl.get('client', '-')} |" if clients else ""
         lines.append(
-            f"| {impl['name']} | {queue} | {impl['python'] or '-'} | {versions or '-'} | "
+            f"| {impl['name']} | {queue} |{client} {impl['python'] or '-'} | {versions or '-'} | "
             f"{impl['runs']} | {impl['seconds']:.1f} s |"
         )
     lines += ["", "| property | " + " | ".join(i["name"] for i in impls) + " |"]

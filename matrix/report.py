@@ -113,6 +113,7 @@ def as_data(
                 "queue": c.target.queue,
                 "requirements": list(c.target.requirements),
                 "env": c.target.env,
+                "client": c.target.client,
                 "python": c.env.python_version if c.env else None,
                 "versions": c.env.versions if c.env else {},
                 "seconds": round(c.seconds, 1),

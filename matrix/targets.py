@@ -7,6 +7,10 @@ version the library needs (oban needs 3.12); `env` is extra environment for the 
 `npm` lists pinned npm packages ("name@version") a Node.js queue's adapter reads its
 SQL from; `matrix.npm` installs them, and the adapter finds its pin through
 `LEASECHECK_NPM_PIN` in `env`.
+`client` says what sends the library's statements: the harness's own psycopg
+connection (an adapter calling the library's code, or replaying the SQL it builds, on
+it), or the library's own client on connections it opens (`contract.Clients`), stepped
+through the harness's proxy.
 `control` targets are known-buggy queues the matrix runs only when named with
 `--only`: they show the search still catches what they break. Their runs stay in the
 run directory; they are never merged into the published tables.
@@ -15,6 +19,10 @@ run directory; they are never merged into the published tables.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+HARNESS = "the harness's psycopg connection"
+"""The client of a column whose adapter runs the library's statements on the harness's
+connection."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,7 @@ class Target:
     env: dict[str, str] = field(default_factory=dict)
     control: bool = False
     npm: tuple[str, ...] = ()
+    client: str = HARNESS
 
     @property
     def module_path(self) -> str:
@@ -56,8 +65,8 @@ def _chancy(version: str) -> Target:
     )
 
 
-def _node(name: str, pin: str, queue: str) -> Target:
-    return Target(name, queue, env={"LEASECHECK_NPM_PIN": pin}, npm=(pin,))
+def _node(name: str, pin: str, queue: str, client: str = HARNESS) -> Target:
+    return Target(name, queue, env={"LEASECHECK_NPM_PIN": pin}, npm=(pin,), client=client)
 
 
 def _graphile(version: str) -> Target:
@@ -78,6 +87,12 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "pgqueuer-1.6", "leasecheck.adapters.pgqueuer_queue:PgQueuerQueue", ("pgqueuer==1.6.*",)
     ),
+    Target(
+        "pgqueuer-1.6-asyncpg",
+        "leasecheck.adapters.pgqueuer_asyncpg_queue:PgQueuerAsyncpgQueue",
+        ("pgqueuer==1.6.*", "asyncpg==0.32.0"),
+        client="its own asyncpg connection (pgqueuer's AsyncpgDriver)",
+    ),
     _oban("0.7.0"),
     _oban("0.6.7"),
     _oban("0.6.3"),
@@ -86,6 +101,12 @@ TARGETS: tuple[Target, ...] = (
     _graphile("0.18.0"),
     _graphile("0.13.0"),
     _node("pgboss-12.38.1", "pg-boss@12.38.1", "leasecheck.adapters.pgboss_queue:PgBossQueue"),
+    _node(
+        "pgboss-12.38.1-node",
+        "pg-boss@12.38.1",
+        "leasecheck.adapters.pgboss_node_queue:PgBossNodeQueue",
+        client="its own node-postgres pool, in Node.js (pg-boss's public API)",
+    ),
     Target("saq-0.26.4", "leasecheck.adapters.saq_queue:SaqQueue", ("saq[postgres]==0.26.4",)),
     Target(
         "django-tasks-db-0.13.0",
@@ -101,6 +122,12 @@ TARGETS: tuple[Target, ...] = (
         "absurd-0.5.1",
         "leasecheck.adapters.absurd_queue:AbsurdQueue",
         ("absurd-sdk==0.5.1", "absurdctl==0.5.1"),
+    ),
+    Target(
+        "dramatiq-postgres-1.4.0",
+        "leasecheck.adapters.dramatiq_postgres_queue:DramatiqPostgresQueue",
+        ("dramatiq-postgres==1.4.0", "dramatiq==2.2.1"),
+        client="its own psycopg_pool (dramatiq-postgres's make_pool)",
     ),
     _sql("naive.sql", control=True),
     _sql("heartbeat_only.sql", control=True),

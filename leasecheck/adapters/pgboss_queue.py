@@ -140,11 +140,12 @@ class PgBossQueue:
         with conn.transaction():
             _node.run(conn, self._sql["clock_function"])
             row = conn.execute(QUERIES["table"].text, {"queue": self._queue}).fetchone()
+            conn.execute(QUERIES["fresh"].text, {"queue": self._queue})
         if row is None or row[0] != self._sql["table"]:
             raise _node.NodeError(f"pg-boss put the queue in {row}, not {self._sql['table']}")
 
     def reset(self, conn: Connection[Any]) -> None:
-        conn.execute(QUERIES["reset"].text, {"queue": self._queue})
+        conn.execute(QUERIES["reset"].text)
 
     def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> str:
         row = _node.run(conn, self._sql["send"], [json.dumps([{"data": payload}])]).fetchone()

@@ -12,17 +12,18 @@ create table leasecheck_pgqueuer_running (
 delete from leasecheck_pgqueuer_running
 
 -- name: running_here
--- The jobs a queue manager's job_context holds.
-select job_id from leasecheck_pgqueuer_running where queue_manager_id = %(qm)s
+-- The jobs a queue manager's job_context holds (run, as pgqueuer's own statements, by
+-- its driver, with `$n` placeholders).
+select job_id from leasecheck_pgqueuer_running where queue_manager_id = $1
 
 -- name: remember
 -- QueueManager.run: `self.job_context[job.id] = context` when it dispatches a job.
-insert into leasecheck_pgqueuer_running (queue_manager_id, job_id) values (%(qm)s, %(job)s)
+insert into leasecheck_pgqueuer_running (queue_manager_id, job_id) values ($1, $2)
 on conflict do nothing
 
 -- name: forget
 -- QueueManager.forget_job (the dispatch task ended) and the retry path's pop.
-delete from leasecheck_pgqueuer_running where queue_manager_id = %(qm)s and job_id = %(job)s
+delete from leasecheck_pgqueuer_running where queue_manager_id = $1 and job_id = $2
 
 -- name: state
 -- The job's status: its queue row while it has one, else the last final status logged

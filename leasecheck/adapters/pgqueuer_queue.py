@@ -79,10 +79,10 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import anyio
 from pgqueuer import models, types
@@ -131,13 +131,23 @@ class _Driver:
         return self.status
 
 
-def _queries(conn: Connection[Any]) -> tuple[Queries, _Driver]:
+class Status(Protocol):
+    """A pgqueuer driver that keeps the status line of its latest `execute`."""
+
+    status: str
+
+    async def fetch(self, query: str, *args: object) -> list[dict[str, object]]: ...
+
+    async def execute(self, query: str, *args: object) -> str: ...
+
+
+Step = Callable[[Queries, Status], Coroutine[Any, Any, T]]
+
+
+def on_harness(conn: Connection[Any], step: Step[T]) -> T:
+    """Run `step` on pgqueuer's `Queries` over the harness's connection `conn`."""
     driver = _Driver(conn)
-    return Queries(cast(Any, driver)), driver
-
-
-def _run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
+    return asyncio.run(step(Queries(cast(Any, driver)), driver))
 
 
 def _rows(status: str) -> int:
@@ -177,34 +187,39 @@ class PgQueuerQueue:
     def __init__(self, retries: int = 2) -> None:
         self.retries = retries
 
+    def _call(self, conn: Any, step: Step[T]) -> T:
+        """Run a worker's `step` where its calls run: here, the harness's connection."""
+        return on_harness(conn, step)
+
     def install(self, conn: Connection[Any]) -> None:
-        queries, _ = _queries(conn)
         with conn.transaction():
-            _run(queries.install())
+            on_harness(conn, lambda queries, _: queries.install())
             conn.execute(QUERIES["install"].text)
 
     def reset(self, conn: Connection[Any]) -> None:
-        queries, _ = _queries(conn)
-        _run(queries.clear_queue())
-        _run(queries.clear_queue_log())
-        _run(queries.clear_statistics_log())
+        async def clear(queries: Queries, _: Status) -> None:
+            await queries.clear_queue()
+            await queries.clear_queue_log()
+            await queries.clear_statistics_log()
+
+        on_harness(conn, clear)
         conn.execute(QUERIES["reset"].text)
 
     def enqueue(self, conn: Connection[Any], payload: dict[str, Any]) -> int:
-        queries, _ = _queries(conn)
         payload_bytes = json.dumps(payload).encode()
-        ids = _run(queries.enqueue(ENTRYPOINT, payload_bytes))
+        ids = on_harness(conn, lambda queries, _: queries.enqueue(ENTRYPOINT, payload_bytes))
         return int(ids[0])
 
-    def claim(self, conn: Connection[Any], worker: str, lease: timedelta) -> Claim | None:
-        queries, _ = _queries(conn)
+    def claim(self, conn: Any, worker: str, lease: timedelta) -> Claim | None:
         qm = queue_manager_id(worker)
-        running = {row[0] for row in conn.execute(QUERIES["running_here"].text, {"qm": qm})}
-        # Each skipped re-pick refreshed that job's heartbeat, so the next dequeue
-        # cannot pick it again: at most one more dequeue per job running here.
-        for _ in range(len(running) + 1):
-            picked = _run(
-                queries.dequeue(
+
+        async def dispatch(queries: Queries, driver: Status) -> Claim | None:
+            rows = await driver.fetch(QUERIES["running_here"].text, qm)
+            running = {row["job_id"] for row in rows}
+            # Each skipped re-pick refreshed that job's heartbeat, so the next dequeue
+            # cannot pick it again: at most one more dequeue per job running here.
+            for _ in range(len(running) + 1):
+                picked = await queries.dequeue(
                     batch_size=1,
                     entrypoints={
                         types.QueueEntrypoint(ENTRYPOINT): EntrypointExecutionParameter(
@@ -215,36 +230,38 @@ class PgQueuerQueue:
                     global_concurrency_limit=None,
                     heartbeat_timeout=lease,
                 )
-            )
-            if not picked:
-                return None
-            job = picked[0]
-            if job.id in running:
-                continue
-            conn.execute(QUERIES["remember"].text, {"qm": qm, "job": job.id})
-            return Claim(job_id=int(job.id), token=(str(qm), job.attempts), worker=worker)
-        return None
+                if not picked:
+                    return None
+                job = picked[0]
+                if job.id in running:
+                    continue
+                await driver.execute(QUERIES["remember"].text, qm, job.id)
+                return Claim(job_id=int(job.id), token=(str(qm), job.attempts), worker=worker)
+            return None
 
-    def _forget(self, conn: Connection[Any], claim: Claim) -> None:
+        return self._call(conn, dispatch)
+
+    async def _forget(self, driver: Status, claim: Claim) -> None:
         """The dispatch task ended: drop the job from its queue manager's job_context."""
         qm, _ = cast(tuple[str, int], claim.token)
-        conn.execute(QUERIES["forget"].text, {"qm": qm, "job": claim.job_id})
+        await driver.execute(QUERIES["forget"].text, uuid.UUID(qm), int(claim.job_id))
 
-    def heartbeat(self, conn: Connection[Any], claim: Claim, lease: timedelta) -> None:
+    def heartbeat(self, conn: Any, claim: Claim, lease: timedelta) -> None:
         """What the worker's `HeartbeatBuffer` sends; pgqueuer answers None."""
-        queries, _ = _queries(conn)
-        _run(queries.update_heartbeat([cast(Any, claim.job_id)]))
+        self._call(conn, lambda queries, _: queries.update_heartbeat([cast(Any, claim.job_id)]))
 
-    def complete(self, conn: Connection[Any], claim: Claim, effect: Effect) -> bool:
+    def complete(self, conn: Any, claim: Claim, effect: Effect) -> bool:
         """Log success; the task body (the machine's effect) already ran, outside."""
-        queries, driver = _queries(conn)
-        self._forget(conn, claim)
-        _run(queries.log_jobs([(_job(claim), "successful", None)]))
-        return _rows(driver.status) == 1
 
-    def fail(self, conn: Connection[Any], claim: Claim, error: str) -> bool:
+        async def log(queries: Queries, driver: Status) -> bool:
+            await self._forget(driver, claim)
+            await queries.log_jobs([(_job(claim), "successful", None)])
+            return _rows(driver.status) == 1
+
+        return self._call(conn, log)
+
+    def fail(self, conn: Any, claim: Claim, error: str) -> bool:
         job = _job(claim)
-        queries, driver = _queries(conn)
 
         async def handler(_: models.Job) -> None:
             raise _Raised(error)
@@ -255,7 +272,8 @@ class PgQueuerQueue:
             initial_delay=timedelta(0),
         )
 
-        async def run_and_report() -> None:
+        async def run_and_report(queries: Queries, driver: Status) -> bool:
+            await self._forget(driver, claim)
             context = models.Context(cancellation=anyio.CancelScope())
             try:
                 await executor.execute(job, context)
@@ -265,10 +283,9 @@ class PgQueuerQueue:
             except _Raised as exc:
                 record = models.TracebackRecord.from_exception(exc=exc, job_id=job.id)
                 await queries.log_jobs([(job, "exception", record)])
+            return _rows(driver.status) == 1
 
-        self._forget(conn, claim)
-        _run(run_and_report())
-        return _rows(driver.status) == 1
+        return self._call(conn, run_and_report)
 
     def state(self, conn: Connection[Any], job_id: JobId) -> str:
         row = conn.execute(QUERIES["state"].text, {"id": job_id}).fetchone()

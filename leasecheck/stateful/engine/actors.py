@@ -388,7 +388,27 @@ class Pool:
         session.terminated = True
         if session.gate is not None:
             session.gate.open()  # a parked call goes on, into the dead connection
-        if session.pending is not None:
+        if session.pending is not None and session.client is not None:
+            self._die_with_client(session)
+        elif session.pending is not None:
+            wait_futures([session.pending], timeout=self.deadline)
+
+    def _die_with_client(self, session: Session) -> None:
+        """End a terminated client session's call as its process's death would.
+
+        A library's call may go on into the dead connection: a retry loop, a pool
+        waiting to reconnect to the address the harness dropped (dramatiq-postgres's
+        `retry_pg` waits up to minutes). None of it can reach the server, and a dead
+        process runs none of it, so it is not waited for: the client is closed (its
+        pool's waiters wake up refused), and a call that still goes on is ended in its
+        thread. Its outcome is the harness's doing, `Lost`, never the queue's answer."""
+        assert session.pending is not None
+        wait_futures([session.pending], timeout=GRACE)
+        if not session.pending.done():
+            self._disconnect_client(session)
+            wait_futures([session.pending], timeout=GRACE)
+        if not session.pending.done() and session.thread is not None:
+            raise_in(session.thread)
             wait_futures([session.pending], timeout=self.deadline)
 
     def cancel(self, session: Session) -> None:

@@ -1,7 +1,9 @@
 """The scenario the pgqueuer 1.6 witnesses replay, with pgqueuer's own queue managers.
 
 Two real `pgqueuer.QueueManager`s (each on a psycopg connection of its own, through
-pgqueuer's `PsycopgDriver`) run one entrypoint. Manager A picks the job and its
+pgqueuer's `PsycopgDriver`; or, for the pgqueuer-1.6-asyncpg column, whose witnesses
+call `use_asyncpg()` first, each on an asyncpg connection through pgqueuer's
+`AsyncpgDriver`) run one entrypoint. Manager A picks the job and its
 execution hangs. Time: this script rewrites pgqueuer's own `pgqueuer.heartbeat` column
 300 s into the past, as if A's heartbeats had stopped that long (it says so when it
 does); A's `Heartbeat` would next beat only after 60 s (`heartbeat_timeout / 2`), well
@@ -27,7 +29,8 @@ and on a loaded machine B's own dequeue round ran after A's retry: B re-picked t
 and skipped it, and C found nothing.
 
 Run with `python SCRIPT DSN` on an empty database (the matrix's witness runner makes
-one); nothing else runs on it.
+one); nothing else runs on it. The script's own reads and its heartbeat rewrite go
+through psycopg on either driver: they are not pgqueuer's.
 """
 
 import asyncio
@@ -38,9 +41,16 @@ from functools import partial
 from typing import Any
 
 import psycopg
-from pgqueuer import DatabaseRetryEntrypointExecutor, PsycopgDriver, Queries, QueueManager
+from pgqueuer import (
+    AsyncpgDriver,
+    DatabaseRetryEntrypointExecutor,
+    PsycopgDriver,
+    Queries,
+    QueueManager,
+)
 from pgqueuer.executors import EntrypointExecutorParameters
 from pgqueuer.models import Job
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 ENTRYPOINT = "witness"
@@ -54,10 +64,53 @@ RAISE: set[int] = set()
 STARTED: list[str] = []
 Step = tuple[str, ...]
 """("return", n) / ("raise", n): release execution n; ("start", "C"): a third manager."""
+DRIVER = "psycopg"
+"""The managers' (and the install's and enqueue's) driver: "psycopg" or "asyncpg"."""
 
 
 def say(step: str) -> None:
     print(step, flush=True)
+
+
+def use_asyncpg() -> None:
+    """Run pgqueuer on asyncpg connections through its `AsyncpgDriver` from now on."""
+    global DRIVER
+    DRIVER = "asyncpg"
+    say("driver: pgqueuer's AsyncpgDriver, each manager on an asyncpg connection of its own")
+
+
+def asyncpg_keywords(dsn: str) -> dict[str, Any]:
+    """`asyncpg.connect`'s keywords for the runner's DSN (a libpq conninfo or URL).
+
+    libpq's `options` and `application_name` travel in the startup packet, as
+    asyncpg's `server_settings` do, so they go there unchanged; the others are
+    renamed where asyncpg names them otherwise (one it lacks fails loudly).
+    """
+    renamed = {"dbname": "database", "connect_timeout": "timeout", "sslmode": "ssl"}
+    keywords: dict[str, Any] = {"server_settings": {}}
+    for key, value in conninfo_to_dict(dsn).items():
+        if key in ("options", "application_name"):
+            keywords["server_settings"][key] = str(value)
+        else:
+            keywords[renamed.get(key, key)] = value
+    for key, kind in (("port", int), ("timeout", float)):
+        if key in keywords:
+            keywords[key] = kind(keywords[key])
+    return keywords
+
+
+async def connect(dsn: str) -> Any:
+    """A connection of its own on the selected driver's client library."""
+    if DRIVER == "asyncpg":
+        import asyncpg  # only the pgqueuer-1.6-asyncpg venv has it
+
+        return await asyncpg.connect(**asyncpg_keywords(dsn))
+    return await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+
+
+def driver(conn: Any) -> AsyncpgDriver | PsycopgDriver:
+    """pgqueuer's own driver for `conn`."""
+    return AsyncpgDriver(conn) if DRIVER == "asyncpg" else PsycopgDriver(conn)
 
 
 async def until(what: str, ready: Callable[[], bool]) -> bool:
@@ -124,8 +177,8 @@ def shown(seen: dict[str, Any]) -> str:
     return f"{where}; log: {seen['log']}"
 
 
-def manager(conn: psycopg.AsyncConnection[Any], name: str) -> QueueManager:
-    qm = QueueManager(Queries(PsycopgDriver(conn)))
+def manager(conn: Any, name: str) -> QueueManager:
+    qm = QueueManager(Queries(driver(conn)))
 
     async def body(job: Job) -> None:
         n = len(STARTED) + 1
@@ -146,13 +199,13 @@ def manager(conn: psycopg.AsyncConnection[Any], name: str) -> QueueManager:
 async def scenario(dsn: str, steps: list[Step]) -> dict[str, Any]:
     """Replay the steps; return what the rows showed after each."""
     seen: dict[str, Any] = {}
-    conns = [await psycopg.AsyncConnection.connect(dsn, autocommit=True) for _ in range(4)]
+    conns = [await connect(dsn) for _ in range(4)]
     admin, conn_a, conn_b, conn_c = conns
     runs: list[asyncio.Task[None]] = []
     managers: list[QueueManager] = []
     names: dict[str, str] = {}
 
-    def start(conn: psycopg.AsyncConnection[Any], name: str) -> None:
+    def start(conn: Any, name: str) -> None:
         qm = manager(conn, name)
         names[str(qm.queue_manager_id)] = name
         managers.append(qm)
@@ -163,7 +216,7 @@ async def scenario(dsn: str, steps: list[Step]) -> dict[str, Any]:
         )
 
     try:
-        queries = Queries(PsycopgDriver(admin))
+        queries = Queries(driver(admin))
         await queries.install()
         (job_id,) = await queries.enqueue(ENTRYPOINT, b"{}")
         say(f"enqueue job {job_id} -> {shown(row(dsn, job_id, names))}")
