@@ -5,10 +5,11 @@ heartbeats, supervisor, cap, state). What differs is who sends a worker's statem
 not the harness, replaying what pg-boss's builders return, but pg-boss itself. Each of
 the harness's sessions gets a `PgBoss` instance of its own, in one Node.js process that
 hosts them all (`npm/pgboss_client.mjs`, through `node_client`); each instance opens its
-own node-postgres pool on the DSN the harness hands it (`contract.Clients`). A claim is `boss.fetch()`; a
-heartbeat, completion and failure are `boss.touch()`, `boss.complete()` and
-`boss.fail()` with the fetched job (`{ id, retryCount }`), which pg-boss fences to the
-fetched attempt, as `work()` passes them; the sweep is `boss.supervise()`. pg-boss's
+own node-postgres pool on the DSN the harness hands it (`contract.Clients`). A claim
+is `boss.fetch()`; a heartbeat, completion and failure are `boss.touch()`,
+`boss.complete()` and `boss.fail()` with the fetched job (`{ id, retryCount }`), which
+pg-boss fences to the fetched attempt, as `work()` passes them; the sweep is
+`boss.supervise()`. pg-boss's
 own code decides what to send for each: its queue cache, its settle path, its
 supervisor's passes and locks. Each answers with pg-boss's `affected` count.
 
