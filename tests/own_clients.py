@@ -10,6 +10,7 @@ round trips, which only a pause on the wire between them shows.
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ class Client:
 
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
+        self.closed = False
         self.conn = psycopg.connect(dsn, autocommit=True)
 
     def connection(self) -> Connection[Any]:
@@ -68,6 +70,29 @@ class OwnClientQueue(ReferenceQueue):
 
     def fail(self, client: Any, claim: Claim, error: str) -> bool:
         return super().fail(client.connection(), claim, error)
+
+
+class Stubborn(OwnClientQueue):
+    """Retries its completion on a broken connection, as dramatiq-postgres's `retry_pg`
+    does (for minutes): until its client is closed, or, `deaf`, for ever."""
+
+    name = "stubborn"
+
+    def __init__(self, deaf: bool = False) -> None:
+        super().__init__()
+        self.deaf = deaf
+
+    def disconnect(self, client: Client) -> None:
+        client.closed = True
+        client.conn.close()
+
+    def complete(self, client: Any, claim: Claim, effect: Effect) -> bool:
+        while self.deaf or not getattr(client, "closed", False):
+            try:
+                return super().complete(client, claim, effect)
+            except psycopg.OperationalError:
+                threading.Event().wait(0.01)  # the library's back-off
+        raise RuntimeError("the client was closed")
 
 
 class TwoStepClaim(OwnClientQueue):

@@ -26,7 +26,7 @@ from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.moves import Take
 from leasecheck.stateful.properties import SINGLE_COMPLETION
 from tests.fixtures import derandomized, pool_on_own_database
-from tests.own_clients import OwnClientQueue, TwoStepClaim
+from tests.own_clients import OwnClientQueue, Stubborn, TwoStepClaim
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +85,33 @@ def test_a_crash_ends_every_connection_of_the_client(pool: actors.Pool) -> None:
             client.connection().execute("select 1")
     finally:
         d.teardown()
+
+
+@pytest.mark.parametrize("deaf", [False, True], ids=["closed", "ended-in-its-thread"])
+def test_a_crashed_clients_call_that_goes_on_is_lost_not_hung(
+    leasecheck_server_dsn: str, leasecheck_worker_label: str, deaf: bool
+) -> None:
+    """A crash mid-call: the library retries into the dropped address. The harness closes
+    the client (or, when the loop ignores that, ends it in its thread): the call is lost,
+    the harness's doing, and the run goes on (no CallHung, no contract breach)."""
+    queue = Stubborn(deaf=deaf)
+    label = f"{leasecheck_worker_label}_stubborn"
+    with pool_on_own_database(leasecheck_server_dsn, label, queue) as pool:
+        harness = Harness(queue=queue, pool=pool)
+        harness.reset()
+        d = Driver(harness)
+        try:
+            d.start(workers=1)
+            d.claim(how=Take(0, False))
+            d.preempt(pick=0, after=1)
+            d.complete(pick=0)
+            assert d.core.parked(), "the completion did not pause inside its transaction"
+            d.crash(pick=0)
+            ends = [e for e in d.core.history.events if e.op == "complete"]
+            assert [e.kind for e in ends][-1:] == ["info"], ends
+            assert "ok" not in [e.kind for e in ends]
+        finally:
+            d.teardown()
 
 
 def test_a_connecting_queue_declares_no_held_transactions() -> None:
