@@ -69,10 +69,13 @@ def _node(name: str, pin: str, queue: str, client: str = HARNESS) -> Target:
     return Target(name, queue, env={"LEASECHECK_NPM_PIN": pin}, npm=(pin,), client=client)
 
 
-def _graphile(version: str) -> Target:
+def _graphile(version: str, client: str | None = None) -> Target:
     pin = f"graphile-worker@{version}"
-    adapter = "leasecheck.adapters.graphile_worker_queue:GraphileWorkerQueue"
-    return _node(f"graphile-worker-{version}", pin, adapter)
+    if client is None:
+        adapter = "leasecheck.adapters.graphile_worker_queue:GraphileWorkerQueue"
+        return _node(f"graphile-worker-{version}", pin, adapter)
+    adapter = "leasecheck.adapters.graphile_worker_node_queue:GraphileWorkerNodeQueue"
+    return _node(f"graphile-worker-{version}-node", pin, adapter, client)
 
 
 TARGETS: tuple[Target, ...] = (
@@ -100,6 +103,7 @@ TARGETS: tuple[Target, ...] = (
     _chancy("0.25.1"),
     _graphile("0.18.0"),
     _graphile("0.13.0"),
+    _graphile("0.18.0", "its own pg pool, in Node.js (its worker pool's batchGetJobs, ...)"),
     _node("pgboss-12.38.1", "pg-boss@12.38.1", "leasecheck.adapters.pgboss_queue:PgBossQueue"),
     _node(
         "pgboss-12.38.1-node",

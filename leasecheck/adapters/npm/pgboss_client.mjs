@@ -20,9 +20,9 @@
 // Its timers run on a clock that never fires (pg-boss's `clock` option): the queue cache,
 // the supervisor and the registrar would otherwise send statements between the harness's
 // steps. Its pool keeps idle connections (`idleTimeoutMillis: 0`) for the same reason.
-import { createInterface } from "node:readline";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { serve } from "./host.mjs";
 
 const home = join(resolve(process.argv[2]), "pg-boss");
 const QUEUE = process.argv[3];
@@ -87,11 +87,4 @@ async function answer(c) {
   return await calls[c.op](instance.boss, c);
 }
 
-const say = (line) => process.stdout.write(JSON.stringify(line) + "\n");
-for await (const line of createInterface({ input: process.stdin })) {
-  const c = JSON.parse(line);
-  answer(c).then(
-    (ok) => say({ id: c.id, ok }),
-    (err) => say({ id: c.id, error: String(err?.message ?? err), code: err?.code ?? null }),
-  );
-}
+await serve(answer);
