@@ -90,9 +90,19 @@ class Client:
         return self.loop.run_until_complete(on_driver())
 
     def close(self) -> None:
-        """Drop the connection at once (it may be dead) and the loop with it."""
+        """Drop the connection at once (it may be dead) and the loop with it.
+
+        A call still running on the loop in another thread (the harness ends a crashed
+        session's call) gets its connection ended there, where the loop runs."""
+        if self.loop.is_running():
+            if self.conn is not None:
+                self.loop.call_soon_threadsafe(self.conn.terminate)
+            return
         if self.conn is not None and not self.conn.is_closed():
             self.conn.terminate()
+        # The transport closes its socket in a callback of the loop's: let it run.
+        self.loop.run_until_complete(asyncio.sleep(0))
+        self.loop.run_until_complete(asyncio.sleep(0))
         self.loop.close()
 
 

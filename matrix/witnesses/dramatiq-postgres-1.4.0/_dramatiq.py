@@ -445,6 +445,36 @@ def stale_failure(s: Story) -> Write:
     return retry
 
 
+def reinserted(s: Story) -> Execution:
+    """After `reaped`: execution 1 (A's, stale) returns and A's ack deletes the row B
+    consumed (the completion is accepted); B's execution 2 raises and its retry (Retries ->
+    `broker.enqueue`) inserts the acked message back; a worker claims it (execution 3,
+    running, not released). Return execution 3."""
+    before = s.last_write()
+    s.release(1, "return")
+    acked = s.acked("A")
+    deleted = [w for w in s.written_by_ack("A", before) if w.op == "DELETE"]
+    if not acked or len(deleted) != 1 or deleted[0].by != "A" or s.who(deleted[0].worker_id) != "B":
+        raise NotThere("worker A's ack did not delete the row B had consumed")
+    say(f"worker A: execution 1 returned; consumer.ack -> {s.write(deleted[0])}")
+    done = s.row() is None and not (s.acks("B") or s.acks("B", "nack"))
+    say(f"  the completion is accepted while B's execution 2 still runs: {s.shown()}")
+    if not done:
+        raise NotThere("the message kept a row after A's ack, or B's execution had ended")
+    before = s.last_write()
+    s.release(2, "raise")
+    retry = s.written("B's retry", before, lambda w: w.statement == "ENQUEUE")
+    if retry is None or retry.by != "B" or retry.op != "INSERT":
+        raise NotThere("B's failure did not insert the acked message back")
+    say(f"worker B: execution 2 raised; Retries -> broker.enqueue -> {retry.op}: {s.write(retry)}")
+    third = s.running(3)
+    if third is None:
+        raise NotThere("nobody ran the message again after B's retry")
+    for w in s.writes(retry.n):
+        say(f"  since the retry: {s.write(w)}")
+    return third
+
+
 def run(
     steps: Callable[[Story], int],
     max_retries: int = 3,

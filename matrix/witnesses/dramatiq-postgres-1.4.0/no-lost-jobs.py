@@ -41,45 +41,11 @@ saw it wrongly. Had the ack been refused for the delivery A no longer held (the 
 B's failure would have been an ordinary retry of a message nobody had completed.
 """
 
-from _dramatiq import Story, finish, run, say
-
-
-def completed_by_a(s: Story) -> str:
-    """Let execution 1 (A's, stale) return; describe the acceptance of its ack, or return ''
-    when A's ack did not delete B's consumed row."""
-    before = s.last_write()
-    s.release(1, "return")
-    if not s.acked("A"):
-        return ""
-    deleted = [w for w in s.written_by_ack("A", before) if w.op == "DELETE"]
-    if len(deleted) != 1 or deleted[0].by != "A" or s.who(deleted[0].worker_id) != "B":
-        return ""
-    return f"worker A: execution 1 returned; consumer.ack -> {s.write(deleted[0])}"
+from _dramatiq import Story, finish, reinserted, run, say
 
 
 def steps(s: Story) -> int:
-    accepted = completed_by_a(s)
-    if not accepted:
-        return finish(False, "worker A's ack did not delete the row B had consumed")
-    say(accepted)
-    done = s.row() is None and not (s.acks("B") or s.acks("B", "nack"))
-    say(f"  the completion is accepted while B's execution 2 still runs: {s.shown()}")
-    if not done:
-        return finish(False, "the message kept a row after A's ack, or B's execution had ended")
-    before = s.last_write()
-    s.release(2, "raise")
-    reinserted = s.written("B's retry", before, lambda w: w.statement == "ENQUEUE")
-    if reinserted is None or reinserted.by != "B" or reinserted.op != "INSERT":
-        return finish(False, "B's failure did not insert the acked message back")
-    say(
-        f"worker B: execution 2 raised; Retries -> broker.enqueue -> {reinserted.op}:"
-        f" {s.write(reinserted)}"
-    )
-    third = s.running(3)
-    if third is None:
-        return finish(False, "nobody ran the message again after B's retry")
-    for w in s.writes(reinserted.n):
-        say(f"  since the retry: {s.write(w)}")
+    third = reinserted(s)
     receipts = [(e.worker, e.retries) for e in s.executions()]
     say(f"executions of the task (its receipts): {receipts}")
     return finish(
