@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ from leasecheck.adapters._node import SCRIPTS, NodeError
 
 WAKE = 0.05
 """Seconds between two looks at a call's answer (see `NodeHost.call`)."""
+CLOSE = 5.0
+"""Seconds a client's close may take (its pool ending) before it is given up."""
 
 _KEYS = {"host": "host", "port": "port", "user": "user", "password": "password",
          "dbname": "database", "options": "options"}  # fmt: skip
@@ -91,8 +94,9 @@ class NodeHost:
         self.call(client.number, "open", pg=node_config(dsn))
         return client
 
-    def call(self, client: int, op: str, **args: Any) -> Any:
-        """Send one call of `client`'s; return its `ok` value, or raise the library's error."""
+    def call(self, client: int, op: str, within: float | None = None, **args: Any) -> Any:
+        """Send one call of `client`'s; return its `ok` value, or raise the library's error
+        (`NodeError` if `within` seconds pass first)."""
         future: Future[Any] = Future()
         with self._lock:
             if self._gone is not None:
@@ -109,11 +113,13 @@ class NodeHost:
                 raise NodeError(f"the node process exited: {self._last_words()}") from None
         # Short waits, so that the harness can end a call that goes on past its deadline
         # (an exception raised in this thread lands between two of them, not inside one).
-        while True:
+        until = None if within is None else time.monotonic() + within
+        while until is None or time.monotonic() < until:
             try:
                 return future.result(timeout=WAKE)
             except TimeoutError:
                 continue
+        raise NodeError(f"{op} of client {client} did not answer within {within:g} s")
 
     def _read(self) -> None:
         """Hand each answer to the call waiting for it; fail them all when the process ends."""
@@ -160,5 +166,6 @@ class NodeClient:
         return self.host.call(self.number, op, **args)
 
     def close(self) -> None:
-        """Close the client: its pool ends and its connections close."""
-        self.host.call(self.number, "close")
+        """Close the client: its pool ends and its connections close. Bounded: the harness
+        closes a crashed session's client from its own thread, which must go on."""
+        self.host.call(self.number, "close", within=CLOSE)
