@@ -133,6 +133,12 @@ TARGETS: tuple[Target, ...] = (
         ("dramatiq-postgres==1.4.0", "dramatiq==2.2.1"),
         client="its own psycopg_pool (dramatiq-postgres's make_pool)",
     ),
+    Target(
+        "dbos-3.4.0",
+        "leasecheck.adapters.dbos_queue:DBOSQueue",
+        ("dbos==3.4.0",),
+        client="its own SQLAlchemy engine (its system database's)",
+    ),
     _sql("naive.sql", control=True),
     _sql("heartbeat_only.sql", control=True),
     _sql("attempt_key.sql", control=True),
