@@ -177,6 +177,15 @@ def executor(worker: str) -> str:
     return str(uuid.uuid5(EXECUTORS, worker))
 
 
+def _outcome(client: Client, claim: Claim, status: str, **value: str | None) -> bool:
+    """Write the workflow's outcome if the claim's token still owns it; answer whether."""
+    owner = cast(Owner, claim.token).xid
+    written = client.sys_db.update_workflow_outcome(
+        str(claim.job_id), status, owner_xid=owner, **value
+    )
+    return bool(written)
+
+
 class DBOSQueue:
     """A DBOS executor's queue thread and workflow outcomes, one contract call at a time."""
 
@@ -281,14 +290,7 @@ class DBOSQueue:
         """`persist` after the workflow returned: its `SUCCESS` outcome, fenced."""
         owner = cast(Owner, claim.token)
         output, _ = serialize_value_as(None, owner.serialization, client.sys_db.serializer)
-        return bool(
-            client.sys_db.update_workflow_outcome(
-                str(claim.job_id),
-                WorkflowStatusString.SUCCESS.value,
-                output=output,
-                owner_xid=owner.xid,
-            )
-        )
+        return _outcome(client, claim, WorkflowStatusString.SUCCESS.value, output=output)
 
     def fail(self, client: Client, claim: Claim, error: str) -> bool:
         """`persist` after the workflow raised: its `ERROR` outcome, fenced."""
@@ -296,14 +298,7 @@ class DBOSQueue:
         serialized = _serialize_exception_for_persistence(
             RuntimeError(error), owner.serialization, client.sys_db.serializer
         )
-        return bool(
-            client.sys_db.update_workflow_outcome(
-                str(claim.job_id),
-                WorkflowStatusString.ERROR.value,
-                error=serialized,
-                owner_xid=owner.xid,
-            )
-        )
+        return _outcome(client, claim, WorkflowStatusString.ERROR.value, error=serialized)
 
     def state(self, conn: Connection[Any], job_id: JobId) -> str:
         row = conn.execute(SQL["state"].text, {"id": str(job_id)}).fetchone()
