@@ -24,7 +24,7 @@ from hypothesis import seed, settings
 from hypothesis.errors import Flaky
 
 from leasecheck.stateful import opening
-from leasecheck.stateful.contract import ContractError
+from leasecheck.stateful.contract import ContractError, HarnessFault
 from leasecheck.stateful.engine import actors, memory
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
 from leasecheck.stateful.engine.shrinking import ShrinkSpent
@@ -135,6 +135,9 @@ def _reporting_failures(harness: Harness, out: Path, run: Callable[[], None]) ->
     except actors.CallHung as error:
         # Nor is a call that never answers: no run of it can go on.
         unusable = str(error)
+    except HarnessFault as error:
+        # Nor a call whose carrier failed (a client's host process died): not the queue's.
+        pytest.fail(f"leasecheck: no verdict: {error}", pytrace=False)
     except Flaky as error:
         # Not a verdict either: one program ran twice and was answered differently.
         unusable, apart = None, _replayed_apart(error, harness.recorder.stories.parted())

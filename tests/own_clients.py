@@ -19,7 +19,7 @@ import psycopg
 from psycopg import Connection
 
 from leasecheck.reference.queue import ReferenceQueue
-from leasecheck.stateful.contract import BatchEffect, Claim, Effect
+from leasecheck.stateful.contract import BatchEffect, Claim, Effect, HarnessFault
 from leasecheck.stateful.sqlfile import load
 
 QUERIES = load(Path(__file__).with_name("own_clients.sql"))
@@ -93,6 +93,16 @@ class Stubborn(OwnClientQueue):
             except psycopg.OperationalError:
                 threading.Event().wait(0.01)  # the library's back-off
         raise RuntimeError("the client was closed")
+
+
+class Orphaned(OwnClientQueue):
+    """A queue whose client's carrier dies at the completion (a host process exiting, as
+    a Node.js host can): the adapter says so with `HarnessFault`, never an answer."""
+
+    name = "orphaned"
+
+    def complete(self, client: Any, claim: Claim, effect: Effect) -> bool:
+        raise HarnessFault("the host process exited: killed")
 
 
 class TwoStepClaim(OwnClientQueue):

@@ -9,6 +9,7 @@ statement and marks it in the next. Only a pause on the wire between the two sho
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +27,7 @@ from leasecheck.stateful.machine import Harness, LeaseMachine
 from leasecheck.stateful.moves import Take
 from leasecheck.stateful.properties import SINGLE_COMPLETION
 from tests.fixtures import derandomized, pool_on_own_database
-from tests.own_clients import OwnClientQueue, Stubborn, TwoStepClaim
+from tests.own_clients import Orphaned, OwnClientQueue, Stubborn, TwoStepClaim
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +88,21 @@ def test_a_crash_ends_every_connection_of_the_client(pool: actors.Pool) -> None:
         d.teardown()
 
 
+@contextlib.contextmanager
+def one_claim(server: str, label: str, queue: OwnClientQueue) -> Iterator[Driver]:
+    """A run of `queue` on a database of its own, one worker holding one claim."""
+    with pool_on_own_database(server, label, queue) as pool:
+        harness = Harness(queue=queue, pool=pool)
+        harness.reset()
+        d = Driver(harness)
+        try:
+            d.start(workers=1)
+            d.claim(how=Take(0, False))
+            yield d
+        finally:
+            d.teardown()
+
+
 @pytest.mark.parametrize("deaf", [False, True], ids=["closed", "ended-in-its-thread"])
 def test_a_crashed_clients_call_that_goes_on_is_lost_not_hung(
     leasecheck_server_dsn: str, leasecheck_worker_label: str, deaf: bool
@@ -94,24 +110,28 @@ def test_a_crashed_clients_call_that_goes_on_is_lost_not_hung(
     """A crash mid-call: the library retries into the dropped address. The harness closes
     the client (or, when the loop ignores that, ends it in its thread): the call is lost,
     the harness's doing, and the run goes on (no CallHung, no contract breach)."""
-    queue = Stubborn(deaf=deaf)
     label = f"{leasecheck_worker_label}_stubborn"
-    with pool_on_own_database(leasecheck_server_dsn, label, queue) as pool:
-        harness = Harness(queue=queue, pool=pool)
-        harness.reset()
-        d = Driver(harness)
-        try:
-            d.start(workers=1)
-            d.claim(how=Take(0, False))
-            d.preempt(pick=0, after=1)
+    with one_claim(leasecheck_server_dsn, label, Stubborn(deaf=deaf)) as d:
+        d.preempt(pick=0, after=1)
+        d.complete(pick=0)
+        assert d.core.parked(), "the completion did not pause inside its transaction"
+        d.crash(pick=0)
+        ends = [e for e in d.core.history.events if e.op == "complete"]
+        assert [e.kind for e in ends][-1:] == ["info"], ends
+        assert "ok" not in [e.kind for e in ends]
+
+
+def test_a_harness_fault_stops_the_run_and_is_never_an_answer(
+    leasecheck_server_dsn: str, leasecheck_worker_label: str
+) -> None:
+    """What carries a client's calls died (a Node.js host): the run stops there, and the
+    call is not read as the queue's refusal, which would judge the current owner refused."""
+    label = f"{leasecheck_worker_label}_orphaned"
+    with one_claim(leasecheck_server_dsn, label, Orphaned()) as d:
+        with pytest.raises(contract.HarnessFault, match="host process exited"):
             d.complete(pick=0)
-            assert d.core.parked(), "the completion did not pause inside its transaction"
-            d.crash(pick=0)
-            ends = [e for e in d.core.history.events if e.op == "complete"]
-            assert [e.kind for e in ends][-1:] == ["info"], ends
-            assert "ok" not in [e.kind for e in ends]
-        finally:
-            d.teardown()
+        kinds = [e.kind for e in d.core.history.events if e.op == "complete"]
+        assert "fail" not in kinds and "ok" not in kinds, kinds
 
 
 def test_a_connecting_queue_declares_no_held_transactions() -> None:

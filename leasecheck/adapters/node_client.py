@@ -12,12 +12,14 @@ the calls: about half a second of CPU to start Node.js and the library.)
 
 A call's answer is `{"ok": value}` or `{"error": message, "code": code}`: an error is the
 library's answer, raised as `NodeCallError`. A process that dies fails every call in
-flight, and every later one, with `NodeError`.
+flight, and every later one, with `NodeHostGone`: a `HarnessFault`, never the library's
+answer (the run stops with no verdict).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import json
 import shutil
@@ -32,6 +34,7 @@ from typing import Any
 from psycopg.conninfo import conninfo_to_dict
 
 from leasecheck.adapters._node import SCRIPTS, NodeError
+from leasecheck.stateful.contract import HarnessFault
 
 WAKE = 0.05
 """Seconds between two looks at a call's answer (see `NodeHost.call`)."""
@@ -41,6 +44,11 @@ CLOSE = 5.0
 _KEYS = {"host": "host", "port": "port", "user": "user", "password": "password",
          "dbname": "database", "options": "options"}  # fmt: skip
 """libpq's conninfo keys and node-postgres's names for them."""
+
+
+class NodeHostGone(HarnessFault):
+    """The node process exited under its clients: no later call of theirs is answered
+    by the library, so none is judged (the run stops, no verdict)."""
 
 
 class NodeCallError(RuntimeError):
@@ -100,7 +108,7 @@ class NodeHost:
         future: Future[Any] = Future()
         with self._lock:
             if self._gone is not None:
-                raise NodeError(f"the node process exited: {self._gone}")
+                raise NodeHostGone(f"the node process exited: {self._gone}")
             number = next(self._ids)
             self._waiting[number] = future
             stdin = self.process.stdin
@@ -110,7 +118,7 @@ class NodeHost:
                 stdin.flush()
             except OSError:
                 del self._waiting[number]
-                raise NodeError(f"the node process exited: {self._last_words()}") from None
+                raise NodeHostGone(f"the node process exited: {self._last_words()}") from None
         # Short waits, so that the harness can end a call that goes on past its deadline
         # (an exception raised in this thread lands between two of them, not inside one).
         until = None if within is None else time.monotonic() + within
@@ -138,7 +146,7 @@ class NodeHost:
             self._gone = self._last_words()
             waiting, self._waiting = self._waiting, {}
         for future in waiting.values():
-            future.set_exception(NodeError(f"the node process exited: {self._gone}"))
+            future.set_exception(NodeHostGone(f"the node process exited: {self._gone}"))
 
     def _last_words(self) -> str:
         self._stderr.seek(0)
@@ -168,4 +176,5 @@ class NodeClient:
     def close(self) -> None:
         """Close the client: its pool ends and its connections close. Bounded: the harness
         closes a crashed session's client from its own thread, which must go on."""
-        self.host.call(self.number, "close", within=CLOSE)
+        with contextlib.suppress(NodeHostGone):  # its connections went with its process
+            self.host.call(self.number, "close", within=CLOSE)

@@ -362,6 +362,14 @@ class ContractError(ValueError):
     """The named queue is not usable as one; the message says what to fix."""
 
 
+class HarnessFault(BaseException):
+    """What carries a library's calls failed, not the library: a host process that
+    exited under its clients, a bridge that broke. An adapter raises it (or its own
+    subclass) in place of an answer; the run stops with no verdict, as it does for a call
+    that never returns. A BaseException, so that neither the library's `except
+    Exception` nor Hypothesis's search takes it for the queue's answer."""
+
+
 def load(spec: str) -> Queue:
     """Return the queue that `module:attr` names (a class, a factory, or an instance)."""
     module_name, sep, attr = spec.partition(":")

@@ -15,9 +15,17 @@ from typing import Any, Protocol
 import psycopg
 from psycopg import Connection
 
-from leasecheck.stateful.contract import Claim, ContractError, as_claim
+from leasecheck.stateful.contract import Claim, ContractError, HarnessFault, as_claim
 from leasecheck.stateful.engine import actors, sending
-from leasecheck.stateful.engine.answers import Answered, Done, Ended, Lost, Outcome, Raised
+from leasecheck.stateful.engine.answers import (
+    Answered,
+    Done,
+    Ended,
+    Lost,
+    Outcome,
+    Raised,
+    underlying,
+)
 from leasecheck.stateful.engine.workers import Held, Worker
 from leasecheck.stateful.history import History
 from leasecheck.stateful.units import stamp
@@ -251,8 +259,12 @@ class Scheduler:
 
         A call the harness cancelled, or whose backend it terminated (a crash, a cut),
         is never the queue's answer, whatever the library made of it: one that logs and
-        swallows the error and returns normally has not answered either.
+        swallows the error and returns normally has not answered either. Nor is a
+        `HarnessFault` (what carried the call failed): it stops the run, no verdict.
         """
+        fault = underlying(result, HarnessFault) if isinstance(result, BaseException) else None
+        if fault is not None:
+            raise fault  # what carried the call failed: nothing after it is the queue's
         if id(session) in self.cancelled:
             self.cancelled.discard(id(session))
             return Ended("cancelled by the harness")
