@@ -40,6 +40,11 @@ class Client:
         return self.conn
 
 
+def _outside(conn: Connection[Any]) -> None:
+    """The effect inside a completion of a queue whose effects run outside it: none (the
+    machine runs the task's effect as its body)."""
+
+
 class OwnClientQueue(ReferenceQueue):
     """The reference's SQL on connections the queue opens itself."""
 
@@ -60,13 +65,13 @@ class OwnClientQueue(ReferenceQueue):
         return super().claim_many(client.connection(), worker, lease, n)
 
     def complete_many(self, client: Any, claims: list[Claim], effect: BatchEffect) -> list[bool]:
-        return super().complete_many(client.connection(), claims, effect)
+        return super().complete_many(client.connection(), claims, lambda conn, claim: None)
 
     def heartbeat(self, client: Any, claim: Claim, lease: timedelta) -> bool:
         return super().heartbeat(client.connection(), claim, lease)
 
     def complete(self, client: Any, claim: Claim, effect: Effect) -> bool:
-        return super().complete(client.connection(), claim, effect)
+        return super().complete(client.connection(), claim, _outside)
 
     def fail(self, client: Any, claim: Claim, error: str) -> bool:
         return super().fail(client.connection(), claim, error)

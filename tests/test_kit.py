@@ -29,13 +29,13 @@ class _RunsTheEffectUndeclared(ReferenceQueue):
 
 
 def test_an_effect_declared_outside_but_run_inside_fails_the_round_trip(
-    conn: psycopg.Connection[Any],
+    conn: psycopg.Connection[Any], adapter_dsn: str
 ) -> None:
     class Misdeclared(kit.AdapterTests):
         queue = _RunsTheEffectUndeclared
 
     with pytest.raises(AssertionError, match=r"complete\(\) ran the effect"):
-        Misdeclared().test_one_job_goes_round_once(conn)
+        Misdeclared().test_one_job_goes_round_once(conn, adapter_dsn)
 
 
 def test_a_property_given_up_must_exist() -> None:

@@ -130,18 +130,10 @@ class Owner:
 
 
 def _url(dsn: str) -> tuple[str, dict[str, Any]]:
-    """The SQLAlchemy URL DBOS is configured with for `dsn`, and the libpq parameters a
-    URL has no place for (the harness's `options`), as connect arguments."""
+    """The SQLAlchemy URL DBOS is configured with for `dsn` (its database), and the
+    libpq parameters as connect arguments: a URL's host cannot be a socket directory."""
     params: dict[str, Any] = dict(conninfo_to_dict(dsn))
-    url = sa.URL.create(
-        "postgresql",
-        username=params.pop("user", None),
-        password=params.pop("password", None),
-        host=params.pop("host", None),
-        port=int(params.pop("port")) if "port" in params else None,
-        database=params.pop("dbname", None),
-    )
-    return url.render_as_string(hide_password=False), params
+    return sa.URL.create("postgresql", database=params.get("dbname")).render_as_string(), params
 
 
 class Client:

@@ -8,12 +8,15 @@ the fixtures (`kit.fixtures`). Pytest collects the subclass (`Test...`), never t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from leasecheck.kit.budget import budget
 from leasecheck.stateful import clock, contract, properties
@@ -26,6 +29,31 @@ from leasecheck.stateful.story import replay
 
 TICK = timedelta(microseconds=1)
 """How far simulated time moves between two steps of the machine."""
+
+
+@contextmanager
+def _workers(
+    queue: Queue, conn: psycopg.Connection[Any], dsn: str
+) -> Iterator[Callable[[str], Any]]:
+    """Yield what a worker's calls get, by worker name: `conn`, or, for a queue that
+    opens its own connections, a client of that worker's (on simulated time, as the
+    machine's are), each closed after."""
+    clients = contract.clients(queue)
+    if clients is None:
+        yield lambda worker: conn
+        return
+    opened: dict[str, Any] = {}
+
+    def on(worker: str) -> Any:
+        if worker not in opened:
+            opened[worker] = clients.connect(worker, make_conninfo(dsn, options=clock.OPTIONS))
+        return opened[worker]
+
+    try:
+        yield on
+    finally:
+        for client in opened.values():
+            clients.disconnect(client)
 
 
 class AdapterTests:
@@ -65,26 +93,28 @@ class AdapterTests:
         capabilities(queue)  # a malformed declaration raises ContractError
         assert self.given_up <= set(properties.ALL), sorted(self.given_up - set(properties.ALL))
 
-    def test_one_job_goes_round_once(self, conn: psycopg.Connection[Any]) -> None:
+    def test_one_job_goes_round_once(self, conn: psycopg.Connection[Any], adapter_dsn: str) -> None:
         """Enqueued, claimed by one worker and not by another, completed with its effect
-        where the library runs it, then claimed by nobody; state() follows each step."""
+        where the library runs it, then claimed by nobody; state() follows each step.
+        A queue on its own connections runs each worker's calls on a client of its own."""
         queue = self.make()
         caps = capabilities(queue)
-        job = queue.enqueue(conn, {"n": 1})
-        self._shows(conn, caps, job, "queued")
-        (caps.advance_clock or clock.advance)(conn, TICK)  # as the machine's every step
-        raw = queue.claim(conn, "w0", self.lease)
-        assert raw is not None, "the only job was not handed out"
-        assert as_claim(raw).job_id == job
-        self._shows(conn, caps, job, "running")
-        assert queue.claim(conn, "w1", self.lease) is None, "one job was handed out twice"
-        ran: list[object] = []
-        assert queue.complete(conn, raw, ran.append) is True
-        assert bool(ran) == caps.transactional_effects, (
-            "complete() ran the effect" if ran else "complete() did not run the effect"
-        )
-        self._shows(conn, caps, job, "done")
-        assert queue.claim(conn, "w1", self.lease) is None, "a done job was handed out"
+        with _workers(queue, conn, adapter_dsn) as on:
+            job = queue.enqueue(conn, {"n": 1})
+            self._shows(conn, caps, job, "queued")
+            (caps.advance_clock or clock.advance)(conn, TICK)  # as the machine's every step
+            raw = queue.claim(on("w0"), "w0", self.lease)
+            assert raw is not None, "the only job was not handed out"
+            assert as_claim(raw).job_id == job
+            self._shows(conn, caps, job, "running")
+            assert queue.claim(on("w1"), "w1", self.lease) is None, "one job was handed out twice"
+            ran: list[object] = []
+            assert queue.complete(on("w0"), raw, ran.append) is True
+            assert bool(ran) == caps.transactional_effects, (
+                "complete() ran the effect" if ran else "complete() did not run the effect"
+            )
+            self._shows(conn, caps, job, "done")
+            assert queue.claim(on("w1"), "w1", self.lease) is None, "a done job was handed out"
 
     @staticmethod
     def _shows(

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from leasecheck.dbfixtures import janitor
-from leasecheck.stateful import clock
+from leasecheck.stateful import clock, contract
 from leasecheck.stateful.engine import actors
 
 Fixture = Callable[..., Any]
@@ -26,7 +26,9 @@ def fixtures(
     - `adapter_dsn` (per module): a database of the suite's own on the run's server
       (named after `label` and the xdist worker), with the harness's clock and the
       queue installed by `make_queue().install`, autovacuum off; dropped after.
-    - `pool`: the machine's sessions on it, for a `Harness`; closed after.
+    - `pool`: the machine's sessions on it, for a `Harness` (each a client of the
+      queue's, through the stepping proxy, when it opens its own connections); closed
+      after.
     - `conn`: a connection on simulated time, with the queue (`reset`) and the clock
       back at their start, for tests that call the adapter directly.
 
@@ -54,7 +56,7 @@ def fixtures(
 
     @pytest.fixture(name="pool")
     def pool(adapter_dsn: str) -> Iterator[actors.Pool]:
-        sessions = actors.Pool(adapter_dsn)
+        sessions = actors.Pool(adapter_dsn, clients=contract.clients(make_queue()))
         try:
             yield sessions
         finally:
