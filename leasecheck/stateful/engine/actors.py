@@ -5,7 +5,8 @@ A session's backend can be asked what it waits on (`Pool.blocked`, through
 (`Pool.terminate`), and cleaned between examples. A call that goes on past the safety
 timeout after its statement was cancelled (a library's retry or reconnect loop) is ended
 with `CallHung`, raised inside its thread: no run hangs. How a call is sent on a session
-and waited for is `stateful.engine.sending`. This module knows nothing of queues or
+and waited for is `stateful.engine.sending`; how a queue's own client lives on a
+session, `stateful.engine.client_sessions`. This module knows nothing of queues or
 properties.
 """
 
@@ -23,29 +24,25 @@ from typing import Any
 
 import psycopg
 from psycopg import Connection
-from psycopg.conninfo import make_conninfo
 
-from leasecheck.proxy import Endpoint, Proxy, ProxyError
+from leasecheck.proxy import Endpoint, Proxy
 from leasecheck.stateful import clock
 from leasecheck.stateful.clock import QUERIES
 from leasecheck.stateful.contract import Clients
+from leasecheck.stateful.engine import client_sessions
+from leasecheck.stateful.engine.ending import GRACE, ending, hung, quiet_psycopg, raise_in
 from leasecheck.stateful.engine.ending import CallHung as CallHung
 from leasecheck.stateful.engine.ending import Stuck as Stuck
-from leasecheck.stateful.engine.ending import ending, hung, quiet_psycopg, raise_in
 from leasecheck.stateful.engine.gates import CallGate, GatedConnection
 
 SAFETY_TIMEOUT = 30.0
 SPARES = 2
 """Connections kept open ahead of need, for the workers that crashes and cuts replace."""
-GRACE = 2.0
-"""Seconds a call past its deadline gets, once its statement was cancelled, to return
-by itself before `CallHung` is raised inside its thread."""
 FIRST_LOOK = 0.0002
 """Seconds before `settle` first asks whether a call finished or waits on a lock."""
 
-
 _ENDPOINTS = itertools.count(1)
-"""Names the proxy's endpoints, one per session opened through it."""
+"""Names the proxy's endpoints of the harness's sessions opened through it."""
 
 
 @dataclass
@@ -285,46 +282,18 @@ class Pool:
         assert self.clients is not None and self.proxy is not None
         self._count += 1
         executor = ThreadPoolExecutor(1, thread_name_prefix=f"leasecheck-{self._count}")
-        endpoint = self.proxy.endpoint(f"client-{next(_ENDPOINTS)}")
-        conn = self._spare()
-        return Session(label=label, conn=conn, executor=executor, endpoint=endpoint)
+        at = client_sessions.endpoint(self.proxy)
+        return Session(label=label, conn=self._spare(), executor=executor, endpoint=at)
 
     def ready(self, session: Session) -> None:
         """Make the session ready for a call of the queue's: open its client, when the
-        queue opens its own connections and the session has none yet. Only then: a
-        worker's heartbeat session most examples never use would cost a connection."""
-        if self.clients is None or session.client is not None:
-            return
-        assert session.endpoint is not None
-        # now() is simulated time on its connections too, and where the harness may set
-        # it, PostgreSQL breaks no lock cycle by itself (`_DEADLOCK_TIMEOUT`)
-        options = clock.OPTIONS + (" -c deadlock_timeout=1h" if self._settings else "")
-        dsn = make_conninfo(session.endpoint.dsn(self.dsn), options=options)
-        session.client = self.clients.connect(session.endpoint.name, dsn)
-
-    def _all_closed(self, session: Session) -> bool:
-        """Wait until every connection of the session's endpoint closed, and forget them;
-        return False if one stays open (a library that keeps one past its close)."""
-        endpoint = session.endpoint
-        assert self.proxy is not None and endpoint is not None
-        try:
-            self.proxy.wait_until(
-                lambda: not endpoint.sessions(), GRACE, "its connections to close"
-            )
-        except ProxyError:
-            return False
-        endpoint.forget_closed()
-        return True
+        queue opens its own connections (`client_sessions.ready`)."""
+        if self.clients is not None:
+            client_sessions.ready(session, self.clients, self.dsn, bool(self._settings))
 
     def _disconnect_client(self, session: Session) -> None:
-        """Close the session's client; its connections may be dead (no verdict)."""
-        if session.client is None or self.clients is None:
-            return
-        client, session.client = session.client, None
-        if session.endpoint is not None:
-            session.endpoint.stepped = False  # its goodbyes pass
-        with contextlib.suppress(Exception):
-            self.clients.disconnect(client)
+        if self.clients is not None:
+            client_sessions.disconnect(session, self.clients)
 
     def release(self, session: Session) -> None:
         """Take a session back: broken ones are closed, healthy ones rolled back and kept."""
@@ -339,7 +308,8 @@ class Pool:
             # new client when it is handed out again.
             in_transaction = session.in_transaction
             self._disconnect_client(session)
-            if in_transaction or not self._all_closed(session):
+            assert self.proxy is not None
+            if in_transaction or not client_sessions.all_closed(session, self.proxy):
                 self.discard(session)
                 return
         if session.broken:
@@ -389,26 +359,9 @@ class Pool:
         if session.gate is not None:
             session.gate.open()  # a parked call goes on, into the dead connection
         if session.pending is not None and session.client is not None:
-            self._die_with_client(session)
+            assert self.clients is not None
+            client_sessions.die(session, self.clients, self.deadline)
         elif session.pending is not None:
-            wait_futures([session.pending], timeout=self.deadline)
-
-    def _die_with_client(self, session: Session) -> None:
-        """End a terminated client session's call as its process's death would.
-
-        A library's call may go on into the dead connection: a retry loop, a pool
-        waiting to reconnect to the address the harness dropped (dramatiq-postgres's
-        `retry_pg` waits up to minutes). None of it can reach the server, and a dead
-        process runs none of it, so it is not waited for: the client is closed (its
-        pool's waiters wake up refused), and a call that still goes on is ended in its
-        thread. Its outcome is the harness's doing, `Lost`, never the queue's answer."""
-        assert session.pending is not None
-        wait_futures([session.pending], timeout=GRACE)
-        if not session.pending.done():
-            self._disconnect_client(session)
-            wait_futures([session.pending], timeout=GRACE)
-        if not session.pending.done() and session.thread is not None:
-            raise_in(session.thread)
             wait_futures([session.pending], timeout=self.deadline)
 
     def cancel(self, session: Session) -> None:

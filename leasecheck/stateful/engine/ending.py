@@ -53,6 +53,11 @@ def ending(conn: Connection[Any]) -> None:
     _ENDED[id(conn)] = weakref.ref(conn)
 
 
+GRACE = 2.0
+"""Seconds a call past its deadline gets, once its statement was cancelled (or its
+client closed), to return by itself before `CallHung` is raised inside its thread."""
+
+
 class Stuck(RuntimeError):
     """A call neither finished nor waited on a lock within the safety timeout."""
 
