@@ -20,7 +20,7 @@ from leasecheck.stateful import contract
 from leasecheck.stateful.engine import actors
 from leasecheck.stateful.engine.driver import Driver
 from leasecheck.stateful.engine.literals import run_state_machine_as_test
-from leasecheck.stateful.exhaustive import layer
+from leasecheck.stateful.exhaustive import audit, layer
 from leasecheck.stateful.exhaustive.scope import Scope
 from leasecheck.stateful.exhaustive.search import explore
 from leasecheck.stateful.machine import Harness, LeaseMachine
@@ -58,6 +58,19 @@ def test_without_a_pause_inside_the_call_the_race_is_not_met(pool: actors.Pool) 
     scope = Scope(2, 1, 3, 0, frozenset({"claim", "asleep", "complete", "fail"}))
     done = explore(Harness(queue=TwoStepClaim(), pool=pool), scope, None, schedules=3000)
     assert done.violation is None and done.complete, done.said(scope)
+
+
+def test_programs_that_reach_one_state_answer_alike_on_a_queues_own_clients(
+    pool: actors.Pool,
+) -> None:
+    """The explorer's state takes in each client session (its round trips on the wire,
+    where its call is paused): twins on the queue's own clients, continued with the
+    same moves, answer alike, with a race inside one call to be met or not."""
+    harness = Harness(queue=TwoStepClaim(), pool=pool)
+    scope = Scope(workers=2, jobs=1, moves=2, preemptions=1)
+    checked, parted = audit.audit(harness, scope, pairs=15, continuations=2, length=4)
+    assert checked == 15
+    assert not parted, "\n".join(str(p) for p in parted)
 
 
 def test_the_clean_client_keeps_the_contract(pool: actors.Pool) -> None:
