@@ -46,7 +46,8 @@ How DBOS maps onto the contract (read from dbos 3.4.0's `_queue.py`
   again after it raised, so the first failure gives the job up (`max_failures = 1`).
 - Retry cap: deliveries. Each claim counts one in `recovery_attempts`; the claim after
   `max_recovery_attempts + 1` runs dead-letters the workflow, so `max_attempts =
-  max_recovery_attempts + 1` (2 here; DBOS's default is 100).
+  max_recovery_attempts + 1`: 2 here (the workflow's `max_recovery_attempts` is 1; DBOS's
+  default is 100, which no example reaches).
 - State: `ENQUEUED` and `DELAYED` are queued, `PENDING` running, `SUCCESS` done;
   `ERROR`, `MAX_RECOVERY_ATTEMPTS_EXCEEDED` and `CANCELLED` failed.
 - Time: every timestamp the claim, the outcome and recovery compare is the server's
