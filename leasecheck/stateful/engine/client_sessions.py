@@ -19,7 +19,7 @@ from psycopg.conninfo import make_conninfo
 
 from leasecheck.proxy import Endpoint, Proxy, ProxyError
 from leasecheck.stateful import clock
-from leasecheck.stateful.contract import Clients
+from leasecheck.stateful.contract import Clients, HarnessFault
 from leasecheck.stateful.engine.ending import GRACE, raise_in
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def disconnect(session: Session, clients: Clients) -> None:
     client, session.client = session.client, None
     if session.endpoint is not None:
         session.endpoint.stepped = False  # its goodbyes pass
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception, HarnessFault):  # a carrier that failed closes nothing
         clients.disconnect(client)
 
 
