@@ -91,7 +91,8 @@ QUEUE = "leasecheck"
 WORKFLOW = "leasecheck_job"
 APP_VERSION = "leasecheck"
 """The application version every executor runs (a launch derives it from the workflows'
-source; `recover_pending_workflows` reads it from DBOS's globals)."""
+source; `recover_pending_workflows` reads it from DBOS's globals, set for that call
+only: `_running_version`)."""
 EXECUTORS = uuid.UUID("0c6f4b1e-2d4a-4c1b-9f3e-8a5d7e6b9c21")
 """The namespace of the executor ids derived from the machine's worker names."""
 
@@ -115,8 +116,6 @@ ENGINE: dict[str, Any] = {
 CONNECT: dict[str, Any] = {"application_name": "dbos_transact", "connect_timeout": 10}
 """A launched DBOS's system database engine, and its connect arguments
 (`configure_db_engine_parameters`)."""
-
-GlobalParams.app_version = APP_VERSION
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +157,18 @@ class Client:
         # are not a round trip only a session's first call would make.
         with self.sys_db.engine.connect():
             pass
+
+
+@contextmanager
+def _running_version() -> Iterator[None]:
+    """DBOS's global application version as `APP_VERSION`, for the block: recovery reads
+    it there, and a process the adapter runs in may have a DBOS of its own."""
+    before = GlobalParams.app_version
+    GlobalParams.app_version = APP_VERSION
+    try:
+        yield
+    finally:
+        GlobalParams.app_version = before
 
 
 def _queue(n: int) -> WorkflowQueue:
@@ -277,7 +288,8 @@ class DBOSQueue:
         with client.sys_db.engine.begin() as c:
             silent = [row[0] for row in c.execute(sa.text(SQL["silent"].text))]
         if silent:
-            recover_pending_workflows(cast(Any, client.dbos), silent)
+            with _running_version():
+                recover_pending_workflows(cast(Any, client.dbos), silent)
 
     def complete(self, client: Client, claim: Claim, effect: Effect) -> bool:
         """`persist` after the workflow returned: its `SUCCESS` outcome, fenced."""
