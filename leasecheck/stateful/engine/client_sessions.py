@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 from concurrent.futures import wait as wait_futures
-from typing import TYPE_CHECKING
 
 from psycopg.conninfo import make_conninfo
 
@@ -21,9 +20,7 @@ from leasecheck.proxy import Endpoint, Proxy, ProxyError
 from leasecheck.stateful import clock
 from leasecheck.stateful.contract import Clients, HarnessFault
 from leasecheck.stateful.engine.ending import GRACE, raise_in
-
-if TYPE_CHECKING:
-    from leasecheck.stateful.engine.actors import Session
+from leasecheck.stateful.engine.session import Session
 
 _ENDPOINTS = itertools.count(1)
 """Names the proxy's endpoints, one per client session."""
